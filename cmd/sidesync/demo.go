@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// demoReadyAfter is how long the demo's emulated Envoy stays PRE_INITIALIZING/INITIALIZING.
+const demoReadyAfter = 1500 * time.Millisecond
+
+// demo runs the whole job end to end on loopback: it starts sidesync's emulated Envoy as a real
+// process, waits for it with the configured policy, runs a small command, tells the emulator to
+// quit and watches it exit, printing a timeline. Flags such as --backoff polly --interval 1s
+// show how another policy behaves.
+func (a *app) demo() int {
+	a.listen()
+	defer signal.Stop(a.sigs)
+	a.startReaper()
+	defer a.reaper.Close()
+	self, err := os.Executable()
+	if err != nil {
+		a.log.Error("cannot find sidesync's own executable", "err", err)
+		return exitSoftware
+	}
+	em, addr, err := a.startEmulator(self)
+	if err != nil {
+		a.log.Error("cannot start the emulated Envoy", "err", err)
+		return exitSoftware
+	}
+	a.cfg.Disabled, a.cfg.Wait, a.cfg.TerminationLog = false, true, ""
+	a.cfg.Ready = sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: "http://" + addr}
+	a.cfg.Quit = []sidecar.Call{sidecar.EnvoyQuit("http://" + addr)}
+	a.cfg.Command = []string{self, "demo-job"}
+	code := a.lifecycle()
+	a.awaitEmulator(em)
+	a.finish(code)
+	return code
+}
+
+// startEmulator starts "sidesync emulate envoy" and returns it with its address once known;
+// its events are then relayed into the timeline.
+func (a *app) startEmulator(self string) (*child.Process, string, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, "", err
+	}
+	defer w.Close()
+	argv := []string{self, "emulate", "envoy", "--ready-after", demoReadyAfter.String()}
+	em, err := a.reaper.Start(argv, child.Options{Stdout: w, Stderr: a.stderr, NewGroup: true})
+	if err != nil {
+		r.Close()
+		return nil, "", err
+	}
+	a.log.Info(fmt.Sprintf("started an emulated Envoy that turns LIVE after %v", demoReadyAfter), "pid", em.Pid)
+	events := bufio.NewScanner(r)
+	for events.Scan() {
+		if ev, fields := parseEvent(events.Text()); ev == "address" {
+			go a.relay(events, r)
+			return em, fields["addr"], nil
+		}
+	}
+	r.Close()
+	_ = em.Signal(syscall.SIGKILL, false)
+	<-em.Done()
+	return nil, "", fmt.Errorf("the emulator ended before telling its address")
+}
+
+// relay logs the emulator's interesting events: state changes, the quit request, its exit.
+func (a *app) relay(events *bufio.Scanner, r io.Closer) {
+	defer r.Close()
+	for events.Scan() {
+		ev, f := parseEvent(events.Text())
+		switch {
+		case ev == "state":
+			a.log.Info("envoy: state " + f["state"])
+		case ev == "listening":
+			a.log.Info("envoy: admin listening on " + f["addr"])
+		case ev == "request" && f["path"] == "/quitquitquit":
+			a.log.Info(fmt.Sprintf("envoy: got %s %s, answered %s", f["method"], f["path"], f["status"]))
+		case ev == "exit":
+			a.log.Info("envoy: exiting with code " + f["code"])
+		}
+	}
+}
+
+// awaitEmulator waits for the emulator to exit after its quit, killing it if it does not.
+func (a *app) awaitEmulator(em *child.Process) {
+	select {
+	case st := <-em.Done():
+		a.log.Info("emulated Envoy "+st.String(), "exit", st.ExitCode())
+	case <-time.After(5 * time.Second):
+		a.log.Warn("emulated Envoy still running; killing it")
+		_ = em.Signal(syscall.SIGKILL, false)
+		<-em.Done()
+	}
+}
+
+// parseEvent splits an emulator event line "name key=value ... t=N".
+func parseEvent(line string) (string, map[string]string) {
+	words := strings.Fields(line)
+	if len(words) == 0 {
+		return "", nil
+	}
+	fields := make(map[string]string, len(words)-1)
+	for _, w := range words[1:] {
+		if k, v, ok := strings.Cut(w, "="); ok {
+			fields[k] = v
+		}
+	}
+	return words[0], fields
+}
+
+// demoJob is the demo's command: it stands for the real job.
+func demoJob(stdout io.Writer) int {
+	fmt.Fprintln(stdout, "hello from the job: the sidecar is ready, doing the work")
+	time.Sleep(200 * time.Millisecond)
+	fmt.Fprintln(stdout, "job done")
+	return 0
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/internal/config"
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// forwarded are the signals passed on to the command: an explicit list, so that the Go
+// runtime's own SIGURG (preemption) and SIGCHLD never reach it (scuttle issue 44, kvij/scuttle
+// issue 110, kubexit).
+var forwarded = []os.Signal{
+	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
+}
+
+// stopsWait reports whether sig, arriving before the command started, ends sidesync: the
+// signals whose default action is to terminate a process and that supervisors use to stop one.
+// SIGUSR1, SIGUSR2 and SIGWINCH are usually requests (reopen logs, resize) and are ignored then.
+func stopsWait(sig syscall.Signal) bool {
+	switch sig {
+	case syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT:
+		return true
+	}
+	return false
+}
+
+// signalError is the cause of a wait cut short by a signal.
+type signalError struct{ sig syscall.Signal }
+
+func (e *signalError) Error() string { return "received " + child.SignalName(e.sig) }
+
+// app runs one sidesync invocation.
+type app struct {
+	cfg                   *config.Config
+	log                   *slog.Logger
+	stdin, stdout, stderr *os.File
+	start                 time.Time
+	sigs                  chan os.Signal
+	reaper                *child.Reaper
+	sum                   summary
+}
+
+// run is the wrapper: wait, run the command, quit, exit with the command's code.
+func (a *app) run() int {
+	a.listen()
+	defer signal.Stop(a.sigs)
+	a.startReaper()
+	defer a.reaper.Close()
+	code := a.lifecycle()
+	a.finish(code)
+	return code
+}
+
+// lifecycle waits, runs the command and quits, and returns the exit code.
+func (a *app) lifecycle() int {
+	if code, ok := a.waitPhase(); !ok {
+		a.quitPhase(false)
+		return code
+	}
+	st, err := a.runCommand()
+	if err != nil {
+		var se *child.StartError
+		code := exitSoftware
+		if errors.As(err, &se) {
+			code = se.Code
+		}
+		a.log.Error("cannot start the command", "err", err, "exit", code)
+		a.sum.outcome = err.Error()
+		a.quitPhase(false)
+		return code
+	}
+	a.quitPhase(st.Code == 0)
+	return st.ExitCode()
+}
+
+// listen starts catching the forwarded signals; until the command runs they stop the wait.
+func (a *app) listen() {
+	a.sigs = make(chan os.Signal, 16)
+	signal.Notify(a.sigs, forwarded...)
+}
+
+// startReaper makes sidesync the one waiter for its children, and for orphans when it is PID 1
+// or asked to be a subreaper.
+func (a *app) startReaper() {
+	a.reaper = child.NewReaper(a.log)
+	switch {
+	case os.Getpid() == 1:
+		a.log.Debug("running as PID 1: reaping orphaned processes")
+	case a.cfg.Subreaper:
+		if err := child.BecomeSubreaper(); err != nil {
+			a.log.Warn("cannot become a child subreaper; orphans will not be reaped here", "err", err)
+		}
+	}
+}
+
+// waitPhase waits for the sidecar unless told not to. It reports false with the exit code
+// when sidesync must stop without running the command.
+func (a *app) waitPhase() (int, bool) {
+	switch {
+	case a.cfg.Disabled:
+		a.sum.sidecar = "disabled"
+		return 0, true
+	case !a.cfg.Wait:
+		a.log.Info("not waiting for the sidecar", "url", a.cfg.Ready.URL)
+		a.sum.sidecar = "not waited for"
+		return 0, true
+	}
+	err := a.waitReady()
+	var se *signalError
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.As(err, &se):
+		a.log.Warn("stopped waiting for the sidecar", "signal", child.SignalName(se.sig))
+		a.sum.outcome = se.Error() + " while waiting"
+		return 128 + int(se.sig), false
+	case a.cfg.StartAnyway:
+		a.log.Warn("starting the command without the sidecar", "err", err)
+		return 0, true
+	default:
+		a.log.Error("the sidecar never became ready; not starting the command", "err", err, "exit", exitUnavailable)
+		a.sum.outcome = "sidecar never became ready"
+		return exitUnavailable, false
+	}
+}
+
+// waitReady runs the wait while watching for signals that end it.
+func (a *app) waitReady() error {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	a.log.Info("waiting for the sidecar", "url", a.cfg.Ready.URL, "policy", a.cfg.Backoff.String(), "timeout", a.cfg.Timeout)
+	done := make(chan error, 1)
+	go func() {
+		res, err := sidecar.WaitReady(ctx, a.cfg.Ready, sidecar.WaitOptions{
+			Backoff: a.cfg.Backoff, Timeout: a.cfg.Timeout, ProbeTimeout: a.cfg.ProbeTimeout, Logger: a.log,
+		})
+		a.sum.waited, a.sum.probes = res.Waited, res.Probes
+		if err == nil {
+			a.sum.sidecar = "ready"
+			a.log.Info("sidecar ready", "url", res.Last.URL, "waited", res.Waited, "probes", res.Probes)
+		} else {
+			a.sum.sidecar = "not ready"
+		}
+		done <- err
+	}()
+	for {
+		select {
+		case s := <-a.sigs:
+			sig := s.(syscall.Signal)
+			if stopsWait(sig) {
+				cancel(&signalError{sig})
+			} else {
+				a.log.Info("ignoring signal: the command has not started", "signal", child.SignalName(sig))
+			}
+		case err := <-done:
+			return err
+		}
+	}
+}
+
+// runCommand starts the command and supervises it until it ends, forwarding signals.
+func (a *app) runCommand() (child.Status, error) {
+	started := time.Now()
+	p, err := a.reaper.Start(a.cfg.Command, child.Options{
+		Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, NewGroup: true,
+	})
+	if err != nil {
+		return child.Status{}, err
+	}
+	a.log.Info("command started", "cmd", a.cfg.Command[0], "pid", p.Pid)
+	for {
+		select {
+		case s := <-a.sigs:
+			a.forward(p, s.(syscall.Signal))
+		case st := <-p.Done():
+			a.sum.ran = time.Since(started)
+			a.sum.outcome = "command " + st.String()
+			a.log.Info("command ended", "status", st.String(), "ran", a.sum.ran, "exit", st.ExitCode())
+			return st, nil
+		}
+	}
+}
+
+func (a *app) forward(p *child.Process, sig syscall.Signal) {
+	a.log.Info("forwarding signal", "signal", child.SignalName(sig), "group", a.cfg.SignalGroup)
+	if err := p.Signal(sig, a.cfg.SignalGroup); err != nil {
+		a.log.Debug("signal not delivered", "signal", child.SignalName(sig), "err", err)
+	}
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sidesync/sidesync/internal/child"
+)
+
+// The tests run sidesync as a real process, as the os/exec tests do: the test binary re-executes
+// itself. It is linked under the names "sidesync" and "testcmd", and TestMain dispatches on
+// argv[0], so that the environment (which sidesync passes on to its command) decides nothing.
+var bin struct {
+	sidesync, testcmd string
+}
+
+// guard bounds every wait in these tests; reaching it is a failure, never a synchronisation.
+const guard = 20 * time.Second
+
+func TestMain(m *testing.M) {
+	switch filepath.Base(os.Args[0]) {
+	case "sidesync":
+		os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdin, os.Stdout, os.Stderr))
+	case "testcmd":
+		os.Exit(testCommand(os.Args[1:]))
+	}
+	dir, err := os.MkdirTemp("", "sidesync-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	self, err := os.Executable()
+	if err == nil {
+		bin.sidesync, bin.testcmd = filepath.Join(dir, "sidesync"), filepath.Join(dir, "testcmd")
+		err = os.Symlink(self, bin.sidesync)
+		if err == nil {
+			err = os.Symlink(self, bin.testcmd)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testCommand is the wrapped command of the tests: testcmd MODE [ARGS...].
+func testCommand(args []string) int {
+	if len(args) == 0 {
+		return 100
+	}
+	switch args[0] {
+	case "exit": // exit N
+		n, _ := strconv.Atoi(args[1])
+		return n
+	case "kill": // kill SIGNUM: die by that signal
+		// A Go program ignores some signals (SIGUSR1, ...) by default; a shell does not.
+		syscall.Exec("/bin/sh", []string{"sh", "-c", "kill -" + args[1] + " $$"}, os.Environ())
+		return 104
+	case "print": // print TEXT: write TEXT to stdout, exactly
+		os.Stdout.WriteString(args[1])
+	case "cat": // copy stdin to stdout
+		io.Copy(os.Stdout, os.Stdin)
+	case "touch": // touch FILE
+		os.WriteFile(args[1], []byte("ran\n"), 0o644)
+	case "signals":
+		return echoSignals()
+	case "group":
+		return signalGroup()
+	case "orphan":
+		return makeOrphan(args[1])
+	case "orphan-child":
+		return orphanChild(args[1])
+	case "write-pid":
+		return writeHostPID(args[1])
+	case "block": // print "started", then wait for stdin to close
+		fmt.Println("started")
+		io.Copy(io.Discard, os.Stdin)
+	}
+	return 0
+}
+
+// echoSignals prints the name of every signal it gets, one per line, until stdin closes. It
+// listens for SIGURG and SIGCHLD too, to prove sidesync never forwards them; GODEBUG
+// asyncpreemptoff=1 (set by the tests) keeps its own runtime from sending it SIGURG.
+func echoSignals() int {
+	c := make(chan os.Signal, 32)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGURG, syscall.SIGCHLD)
+	done := make(chan struct{})
+	go func() { io.Copy(io.Discard, os.Stdin); close(done) }()
+	fmt.Printf("ready %d\n", os.Getpid())
+	for {
+		select {
+		case s := <-c:
+			fmt.Println(child.SignalName(s.(syscall.Signal)))
+		case <-done:
+			return 0
+		}
+	}
+}
+
+// signalGroup starts a second echoSignals in its process group, then echoes signals itself.
+func signalGroup() int {
+	cmd := exec.Command(os.Args[0], "signals")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	in, _ := cmd.StdinPipe()
+	if err := cmd.Start(); err != nil {
+		return 101
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	return echoSignals()
+}
+
+// makeOrphan leaves behind a grandchild whose parent has exited: it runs orphan-child, which
+// starts write-pid and exits at once. The grandchild is re-parented to the nearest subreaper or
+// PID 1. makeOrphan then waits for stdin to close.
+func makeOrphan(pidFile string) int {
+	if err := exec.Command(os.Args[0], "orphan-child", pidFile).Run(); err != nil {
+		return 102
+	}
+	fmt.Println("orphaned")
+	io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+func orphanChild(pidFile string) int {
+	cmd := exec.Command(os.Args[0], "write-pid", pidFile)
+	if err := cmd.Start(); err != nil {
+		return 103
+	}
+	return 0 // without waiting: the grandchild is orphaned
+}
+
+// writeHostPID records the process's PID as the test sees it: /proc/self resolves in the PID
+// namespace of the /proc mount, the test's, even inside a new PID namespace. Then it exits, to
+// become a zombie unless someone reaps it.
+func writeHostPID(pidFile string) int {
+	self, _ := os.Readlink("/proc/self")
+	tmp := pidFile + ".tmp"
+	os.WriteFile(tmp, []byte(self), 0o644)
+	os.Rename(tmp, pidFile)
+	return 0
+}
+
+// result is a finished sidesync run.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// sidesync runs sidesync with args and extra environment variables, and waits for it.
+func sidesync(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin.sidesync, args...)
+	cmd.Env = testEnv(env)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second // a stray grandchild holding the pipes must not hang the test
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("sidesync %q did not finish within %v; stderr:\n%s", args, guard, stderr.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("sidesync %q: %v", args, err)
+	}
+	if strings.Contains(stderr.String(), "WARNING: DATA RACE") {
+		t.Errorf("data race in sidesync %q:\n%s", args, stderr.String())
+	}
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// testEnv is the environment of a sidesync under test: no variable of any contract leaks in
+// from the machine, the termination log goes nowhere, and testcmd's runtime sends itself no
+// SIGURG.
+func testEnv(extra []string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "GODEBUG=asyncpreemptoff=1", "SIDESYNC_TERMINATION_LOG=",
+		// Under -race every process sleeps 1s at exit by default; reports are not lost without it.
+		"GORACE=atexit_sleep_ms=0 " + os.Getenv("GORACE")}
+	return append(env, extra...)
+}
+
+// lines reads stream line by line into a channel, closed at EOF.
+func lines(r io.Reader) <-chan string {
+	c := make(chan string, 1024)
+	go func() {
+		defer close(c)
+		s := bufio.NewScanner(r)
+		for s.Scan() {
+			c <- s.Text()
+		}
+	}()
+	return c
+}
+
+// next returns the next line from c, failing the test at the guard or EOF.
+func next(t *testing.T, c <-chan string, what string) string {
+	t.Helper()
+	select {
+	case l, ok := <-c:
+		if !ok {
+			t.Fatalf("EOF while waiting for %s", what)
+		}
+		return l
+	case <-time.After(guard):
+		t.Fatalf("no %s within %v", what, guard)
+	}
+	return ""
+}
+
+// mustContain fails unless s contains every one of subs.
+func mustContain(t *testing.T, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("output does not contain %q:\n%s", sub, s)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package child
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Options says how to start a command.
+type Options struct {
+	Env    []string // the environment; nil means this process's
+	Stdin  *os.File // nil means /dev/null, as with os.StartProcess
+	Stdout *os.File
+	Stderr *os.File
+	// NewGroup puts the command in a process group of its own, so that signals sent to the
+	// wrapper's group (a terminal's Ctrl-C, a supervisor's kill(-pgid)) reach the command only once,
+	// through forwarding; and so that signals can be forwarded to the command's whole group.
+	NewGroup bool
+}
+
+// Process is a started command.
+type Process struct {
+	Pid   int
+	Path  string // the file that was executed
+	proc  *os.Process
+	group bool
+	tty   *terminal // non-nil while the command's group owns the terminal
+	done  chan Status
+}
+
+// Start starts argv[0] with arguments argv[1:], resolving argv[0] through PATH as execvp(3)
+// does: 127 if nothing is found, 126 if only non-executable files are.
+func (r *Reaper) Start(argv []string, o Options) (*Process, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, &StartError{Code: ExitNotFound, Err: unix.ENOENT}
+	}
+	path, err := lookPath(argv[0], os.Getenv("PATH"))
+	if err != nil {
+		return nil, startError(argv[0], err)
+	}
+	attr := &os.ProcAttr{
+		Env:   o.Env,
+		Files: []*os.File{o.Stdin, o.Stdout, o.Stderr},
+		Sys:   &syscall.SysProcAttr{Setpgid: o.NewGroup},
+	}
+	tty := foregroundTerminal(o.Stdin)
+	if o.NewGroup && tty != nil {
+		// Hand the terminal to the command's group, as a shell (and tini) does, so that it can
+		// read from it and gets Ctrl-C itself. Ctty is fd 0 in the child.
+		attr.Sys.Foreground, attr.Sys.Ctty = true, 0
+	} else {
+		tty = nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	proc, err := os.StartProcess(path, argv, attr)
+	if err != nil {
+		return nil, startError(path, err)
+	}
+	p := &Process{Pid: proc.Pid, Path: path, proc: proc, group: o.NewGroup, tty: tty, done: make(chan Status, 1)}
+	r.waiting[p.Pid] = p
+	return p, nil
+}
+
+// Done delivers the command's Status once, when it has been reaped.
+func (p *Process) Done() <-chan Status { return p.done }
+
+func (p *Process) finish(st Status) {
+	if p.tty != nil {
+		p.tty.reclaim()
+	}
+	p.done <- st
+	p.proc.Release()
+}
+
+// Signal sends sig to the command, or to its whole process group when toGroup is set and the
+// command was started in a group of its own. Signalling the process uses its pidfd where the
+// kernel has one, so a reaped process whose PID was reused is never hit.
+func (p *Process) Signal(sig syscall.Signal, toGroup bool) error {
+	if toGroup && p.group {
+		return unix.Kill(-p.Pid, sig)
+	}
+	return p.proc.Signal(sig)
+}
+
+// lookPath finds file the way execvp does: a name with a slash is used as is; otherwise each PATH
+// entry is tried, skipping non-executable matches but remembering them, so that the caller can
+// tell "not found" (ENOENT) from "found, not executable" (EACCES).
+func lookPath(file, path string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil // execve reports ENOENT, EACCES, ENOEXEC as they are
+	}
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	denied := false
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		candidate := filepath.Join(dir, file)
+		fi, err := os.Stat(candidate)
+		if err != nil {
+			continue
+		}
+		if fi.Mode().IsRegular() && unix.Access(candidate, unix.X_OK) == nil {
+			if !strings.Contains(candidate, "/") {
+				candidate = "./" + candidate
+			}
+			return candidate, nil
+		}
+		denied = true
+	}
+	if denied {
+		return "", unix.EACCES
+	}
+	return "", unix.ENOENT
+}
+
+// startError maps an exec failure to the exit-code contract: ENOENT (no such file, or a
+// script's interpreter is missing) is 127, everything else (EACCES, ENOEXEC, EISDIR, ...) 126.
+func startError(path string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	code := ExitNotExecutable
+	if errors.Is(err, unix.ENOENT) {
+		code = ExitNotFound
+	}
+	return &StartError{Path: path, Code: code, Err: err}
+}

@@ -1,0 +1,212 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// TestArticleContract covers PROXY, proxyEndpoint, interval and maxRetries with the meanings of
+// the article's .NET job.
+func TestArticleContract(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want view
+	}{
+		{"PROXY=true with endpoint", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:15000/"}, with(func(v *view) {
+			v.Ready.URL = "http://127.0.0.1:15000/"
+			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:15000/quitquitquit"}}
+		})},
+		{"PROXY=true without endpoint uses OSM's admin", nil, []string{"PROXY=true"}, defaults()},
+		{"interval and maxRetries give Polly's policy", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:9901/", "interval=1", "maxRetries=5"}, with(func(v *view) {
+			envoyAt("http://127.0.0.1:9901/")(v)
+			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:9901/quitquitquit"}}
+			v.Backoff = "decorrelated jitter (Polly V2), median first delay 1s, 5 retries"
+			v.Timeout, v.MaxRetries = 0, 5
+		})},
+		{"interval alone keeps the default timeout", nil, []string{"PROXY=true", "interval=2"}, with(func(v *view) {
+			v.Backoff = "decorrelated jitter (Polly V2), median first delay 2s"
+		})},
+		{"maxRetries alone uses a 1s median", nil, []string{"PROXY=true", "maxRetries=3"}, with(func(v *view) {
+			v.Backoff = "decorrelated jitter (Polly V2), median first delay 1s, 3 retries"
+			v.Timeout, v.MaxRetries = 0, 3
+		})},
+		{"interval=0 with retries is Polly's zero median", nil, []string{"PROXY=true", "interval=0", "maxRetries=2"}, with(func(v *view) {
+			v.Backoff = "decorrelated jitter (Polly V2), median first delay 0s, 2 retries"
+			v.Timeout, v.MaxRetries = 0, 2
+		})},
+		{"PROXY=false", nil, []string{"PROXY=false", "proxyEndpoint=http://127.0.0.1:15000/"}, with(func(v *view) { v.Disabled = true })},
+		{"PROXY unset with the article's other variables", nil, []string{"proxyEndpoint=http://127.0.0.1:15000/", "interval=1"}, with(func(v *view) { v.Disabled = true })},
+		{"PROXY=True is not true", nil, []string{"PROXY=True"}, with(func(v *view) { v.Disabled = true })},
+		{"explicit settings beat PROXY=false", []string{"--admin", "http://127.0.0.1:19000"}, []string{"PROXY=false"}, with(envoyAt("http://127.0.0.1:19000"))},
+		{"SIDESYNC_ beats proxyEndpoint", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:1/", "SIDESYNC_ADMIN=http://127.0.0.1:2"}, with(envoyAt("http://127.0.0.1:2"))},
+		{"flags beat interval", []string{"--backoff=constant", "--interval=50ms"}, []string{"PROXY=true", "interval=1"}, with(func(v *view) { v.Backoff = "constant 50ms" })},
+		{"lowercase proxy alone changes nothing", nil, []string{"proxy=true"}, defaults()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(ModeWait, tt.args, envOf(tt.env...))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, viewOf(cfg)); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScuttleContract covers every scuttle variable (redboxllc and kvij), minus its bugs.
+func TestScuttleContract(t *testing.T) {
+	istio := "http://127.0.0.1:15000"
+	agentQuit := sidecar.Call{URL: "http://127.0.0.1:15020/quitquitquit", Alternates: []string{"http://127.0.0.1:15000/quitquitquit"}}
+	tests := []struct {
+		name string
+		env  []string
+		want view
+	}{
+		{"ENVOY_ADMIN_API on 15000 quits Istio's agent, Envoy if absent", []string{"ENVOY_ADMIN_API=" + istio}, with(func(v *view) {
+			v.Quit = []sidecar.Call{agentQuit}
+		})},
+		{"ENVOY_ADMIN_API elsewhere quits Envoy", []string{"ENVOY_ADMIN_API=http://localhost:9901"}, with(func(v *view) {
+			v.Ready.URL = "http://localhost:9901"
+			v.Quit = []sidecar.Call{{URL: "http://localhost:9901/quitquitquit"}}
+		})},
+		{"ISTIO_QUIT_API", []string{"ENVOY_ADMIN_API=" + istio, "ISTIO_QUIT_API=http://127.0.0.1:15020"}, with(func(v *view) {
+			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:15020/quitquitquit"}}
+		})},
+		{"GENERIC_QUIT_ENDPOINTS come first", []string{"ENVOY_ADMIN_API=" + istio, "GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:9091/quitquitquit, http://localhost:8200/agent/v1/quit"}, with(func(v *view) {
+			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:9091/quitquitquit"}, {URL: "http://localhost:8200/agent/v1/quit"}, agentQuit}
+		})},
+		{"GENERIC_QUIT_ONLY", []string{"ENVOY_ADMIN_API=" + istio, "GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:9091/quitquitquit", "GENERIC_QUIT_ONLY=true"}, with(func(v *view) {
+			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:9091/quitquitquit"}}
+		})},
+		{"no ENVOY_ADMIN_API: no wait, generic quits only", []string{"GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:9091/quitquitquit"}, with(func(v *view) {
+			v.Wait = false
+			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:9091/quitquitquit"}}
+		})},
+		{"START_WITHOUT_ENVOY", []string{"ENVOY_ADMIN_API=" + istio, "START_WITHOUT_ENVOY=true"}, with(func(v *view) {
+			v.Wait = false
+			v.Quit = []sidecar.Call{agentQuit}
+		})},
+		{"WAIT_FOR_ENVOY_TIMEOUT starts anyway", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=30s"}, with(func(v *view) {
+			v.Quit, v.Timeout, v.StartAnyway = []sidecar.Call{agentQuit}, 30*time.Second, true
+		})},
+		{"WAIT_FOR_ENVOY_TIMEOUT=0 waits forever", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=0s"}, with(func(v *view) {
+			v.Quit, v.Timeout = []sidecar.Call{agentQuit}, 0
+		})},
+		{"QUIT_WITHOUT_ENVOY_TIMEOUT fails and wins", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=30s", "QUIT_WITHOUT_ENVOY_TIMEOUT=10s"}, with(func(v *view) {
+			v.Quit, v.Timeout = []sidecar.Call{agentQuit}, 10*time.Second
+		})},
+		{"NEVER_KILL_ISTIO", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO=true"}, with(func(v *view) {
+			v.Quit, v.QuitPolicy = []sidecar.Call{}, QuitNever
+		})},
+		{"NEVER_KILL_ISTIO with GENERIC_QUIT_ONLY still quits generic", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO=true", "GENERIC_QUIT_ONLY=true", "GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:1/q"}, with(func(v *view) {
+			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:1/q"}}
+		})},
+		{"NEVER_KILL_ISTIO_ON_FAILURE", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO_ON_FAILURE=true"}, with(func(v *view) {
+			v.Quit, v.QuitPolicy = []sidecar.Call{agentQuit}, QuitOnSuccess
+		})},
+		{"QUIT_REQUEST_TIMEOUT", []string{"ENVOY_ADMIN_API=" + istio, "QUIT_REQUEST_TIMEOUT=7s"}, with(func(v *view) {
+			v.Quit, v.QuitReqTime = []sidecar.Call{agentQuit}, 7*time.Second
+		})},
+		{"SCUTTLE_LOGGING=false", []string{"ENVOY_ADMIN_API=" + istio, "SCUTTLE_LOGGING=false"}, with(func(v *view) {
+			v.Quit, v.LogLevel = []sidecar.Call{agentQuit}, "WARN"
+		})},
+		{"non-loopback ENVOY_ADMIN_API waits but does not quit", []string{"ENVOY_ADMIN_API=http://10.0.0.7:15000"}, with(func(v *view) {
+			v.Ready.URL = "http://10.0.0.7:15000"
+			v.Quit = []sidecar.Call{}
+		})},
+		{"ISTIO_FALLBACK_PKILL and BYPASS_SIGURG accepted", []string{"ENVOY_ADMIN_API=" + istio, "ISTIO_FALLBACK_PKILL=true", "BYPASS_SIGURG=false"}, with(func(v *view) {
+			v.Quit = []sidecar.Call{agentQuit}
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(ModeWait, nil, envOf(tt.env...))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, viewOf(cfg)); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCompatErrors: invalid values of the other tools' variables are usage errors that name the
+// variable (scuttle logged and ignored them).
+func TestCompatErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want []string
+	}{
+		{"interval not a number", []string{"PROXY=true", "interval=1.5"}, []string{`interval="1.5" (the article's contract): must be a whole number`}},
+		{"negative maxRetries", []string{"PROXY=true", "maxRetries=-1"}, []string{`maxRetries="-1"`}},
+		{"maxRetries too large for Int16", []string{"PROXY=true", "maxRetries=40000"}, []string{`maxRetries="40000"`}},
+		{"bad proxyEndpoint", []string{"PROXY=true", "proxyEndpoint=127.0.0.1:15000"}, []string{`proxyEndpoint="127.0.0.1:15000" (the article's contract)`}},
+		{"bad proxyEndpoint even when off", []string{"PROXY=false", "proxyEndpoint=ftp://x"}, []string{`proxyEndpoint="ftp://x"`}},
+		{"zero interval without retries", []string{"PROXY=true", "interval=0"}, []string{`interval="0": must be more than 0`}},
+		{"both contracts", []string{"PROXY=true", "ENVOY_ADMIN_API=http://127.0.0.1:15000"}, []string{"both configure the sidecar"}},
+		{"scuttle bool", []string{"ENVOY_ADMIN_API=http://127.0.0.1:15000", "START_WITHOUT_ENVOY=yes"}, []string{`START_WITHOUT_ENVOY="yes" (scuttle): not a boolean`}},
+		{"scuttle durations", []string{"ENVOY_ADMIN_API=http://127.0.0.1:15000", "WAIT_FOR_ENVOY_TIMEOUT=30", "QUIT_REQUEST_TIMEOUT=-1s"},
+			[]string{`WAIT_FOR_ENVOY_TIMEOUT="30" (scuttle): not a duration`, `QUIT_REQUEST_TIMEOUT="-1s": must not be negative`}},
+		{"scuttle url", []string{"ENVOY_ADMIN_API=localhost:15000"}, []string{`ENVOY_ADMIN_API="localhost:15000" (scuttle)`}},
+		{"scuttle generic list", []string{"GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:1/q,nope"}, []string{`GENERIC_QUIT_ENDPOINTS="http://127.0.0.1:1/q,nope" (scuttle): "nope"`}},
+		{"scuttle remote generic", []string{"GENERIC_QUIT_ENDPOINTS=http://vault:8200/agent/v1/quit"}, []string{"GENERIC_QUIT_ENDPOINTS (scuttle): quit URL http://vault:8200/agent/v1/quit is not on a loopback address"}},
+		{"scuttle remote istio", []string{"ENVOY_ADMIN_API=http://127.0.0.1:15000", "ISTIO_QUIT_API=http://10.0.0.1:15020"}, []string{"ISTIO_QUIT_API (scuttle): quit URL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(ModeWait, nil, envOf(tt.env...))
+			var ue *UsageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("Parse: got %v, want a *UsageError", err)
+			}
+			if len(ue.Problems) != len(tt.want) {
+				t.Errorf("got %d problems, want %d:\n%v", len(ue.Problems), len(tt.want), err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// TestNotes checks that what sidesync does differently from the replaced tool is said once.
+func TestNotes(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"PROXY off", []string{"PROXY=yes"}, `PROXY="yes" is not "true"`},
+		{"pkill", []string{"ENVOY_ADMIN_API=http://127.0.0.1:15000", "ISTIO_FALLBACK_PKILL=true"}, "ISTIO_FALLBACK_PKILL=true is not supported"},
+		{"remote admin", []string{"ENVOY_ADMIN_API=http://10.0.0.7:15000"}, "will not be told to quit"},
+		{"lowercase proxy", []string{"proxy=true"}, "proxy=\"true\" is set but PROXY is not"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(ModeWait, nil, envOf(tt.env...))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			var msgs []string
+			for _, n := range cfg.Notes {
+				msgs = append(msgs, n.Msg)
+			}
+			if !strings.Contains(strings.Join(msgs, "\n"), tt.want) {
+				t.Errorf("notes %q do not mention %q", msgs, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,125 @@
+// Package config turns sidesync's flags, its SIDESYNC_* environment variables and the
+// environment variables of the tools it replaces (the article's PROXY/proxyEndpoint/interval/
+// maxRetries and scuttle's ENVOY_ADMIN_API family) into one validated Config. Precedence: a flag,
+// then its SIDESYNC_* variable, then scuttle's and the article's variables, then the default.
+// Every problem is reported, all at once, naming the flag or variable (a *UsageError).
+package config
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// Mode is what sidesync was asked to do; validation depends on it.
+type Mode string
+
+// The modes that take sidecar configuration.
+const (
+	ModeRun  Mode = "run"  // sidesync [flags] -- CMD [ARGS...]
+	ModeWait Mode = "wait" // sidesync wait [flags]
+	ModeQuit Mode = "quit" // sidesync quit [flags]
+	ModeDemo Mode = "demo" // sidesync demo [flags]
+)
+
+// QuitPolicy says when the sidecar is told to quit after the command ends.
+type QuitPolicy string
+
+// Quit policies.
+const (
+	QuitAlways    QuitPolicy = "always"
+	QuitOnSuccess QuitPolicy = "on-success" // only when the command exited 0
+	QuitNever     QuitPolicy = "never"
+)
+
+// Defaults that are not the sidecar package's own.
+const (
+	// DefaultAdmin is Envoy's admin address in Open Service Mesh pods, the article's setting.
+	DefaultAdmin = "http://127.0.0.1:15000"
+	// DefaultTimeout bounds the wait when neither a timeout nor a retry count is given, so that
+	// nothing waits forever unless asked to (--timeout 0). Two minutes covers a sidecar whose
+	// image is pulled after the app container started, as linkerd's own await does.
+	DefaultTimeout = 2 * time.Minute
+	// DefaultQuitRetries is how many times a failed quit request is retried.
+	DefaultQuitRetries = 3
+	// DefaultTerminationLog is Kubernetes' default terminationMessagePath.
+	DefaultTerminationLog = "/dev/termination-log"
+)
+
+// Config is everything sidesync needs to run, validated.
+type Config struct {
+	Mode    Mode
+	Command []string // the command and its arguments (ModeRun)
+
+	Disabled bool            // touch no sidecar at all: just run the command
+	Wait     bool            // wait for readiness before starting the command
+	Ready    sidecar.Check   // what to wait for
+	Quit     []sidecar.Call  // what to call when the command ends
+	Backoff  sidecar.Backoff // delays between probes, retry limit included
+	Timeout  time.Duration   // overall wait limit; zero means none
+	// MaxRetries is the retry limit already applied to Backoff, or -1 for none; kept for logs.
+	MaxRetries   int
+	ProbeTimeout time.Duration
+	StartAnyway  bool // run the command even if the sidecar never became ready
+
+	QuitPolicy         QuitPolicy
+	QuitTimeout        time.Duration
+	QuitRequestTimeout time.Duration
+	QuitRetries        int
+
+	SignalGroup    bool // forward signals to the command's process group
+	Subreaper      bool // become a child subreaper when not PID 1
+	LogFormat      string
+	LogLevel       slog.Level
+	TerminationLog string // "" means do not write one
+
+	// Notes are things worth one log line at start: which compatibility contract was applied,
+	// settings accepted but not acted on.
+	Notes []Note
+}
+
+// Note is a message for the log, produced while parsing (when no logger exists yet).
+type Note struct {
+	Level slog.Level
+	Msg   string
+}
+
+// UsageError lists every problem with the configuration. sidesync exits 2 on it.
+type UsageError struct {
+	Problems []error
+}
+
+func (e *UsageError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap exposes the problems to errors.Is and errors.As.
+func (e *UsageError) Unwrap() []error { return e.Problems }
+
+// ErrHelp is returned when -h or --help was given.
+var ErrHelp = errors.New("help requested")
+
+// Parse builds the Config for mode from the arguments that follow the subcommand (or all
+// arguments, for ModeRun) and the environment; lookupEnv is os.LookupEnv in production.
+func Parse(mode Mode, args []string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	p := newParser(mode, lookupEnv)
+	rest, help := p.parseArgs(args)
+	if help {
+		return nil, ErrHelp
+	}
+	p.applyEnv()
+	p.applyScuttle()
+	p.applyArticle()
+	cfg := p.build(rest)
+	if len(p.problems) > 0 {
+		return nil, &UsageError{Problems: p.problems}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,239 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// envOf turns "K=V" pairs into a lookup function like os.LookupEnv.
+func envOf(pairs ...string) func(string) (string, bool) {
+	m := make(map[string]string)
+	for _, p := range pairs {
+		k, v, _ := strings.Cut(p, "=")
+		m[k] = v
+	}
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+// view is the part of a Config the table tests compare.
+type view struct {
+	Disabled    bool
+	Wait        bool
+	Ready       sidecar.Check
+	Quit        []sidecar.Call
+	Backoff     string
+	Timeout     time.Duration
+	MaxRetries  int
+	StartAnyway bool
+	QuitPolicy  QuitPolicy
+	QuitReqTime time.Duration
+	LogLevel    string
+}
+
+func viewOf(c *Config) view {
+	return view{
+		Disabled: c.Disabled, Wait: c.Wait, Ready: c.Ready, Quit: c.Quit, Backoff: c.Backoff.String(),
+		Timeout: c.Timeout, MaxRetries: c.MaxRetries, StartAnyway: c.StartAnyway, QuitPolicy: c.QuitPolicy,
+		QuitReqTime: c.QuitRequestTimeout, LogLevel: c.LogLevel.String(),
+	}
+}
+
+// defaults is the view of a Config with nothing set.
+func defaults() view {
+	return view{
+		Wait:        true,
+		Ready:       sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: "http://127.0.0.1:15000"},
+		Quit:        []sidecar.Call{{URL: "http://127.0.0.1:15000/quitquitquit"}},
+		Backoff:     "constant 20ms",
+		Timeout:     2 * time.Minute,
+		MaxRetries:  -1,
+		QuitPolicy:  QuitAlways,
+		QuitReqTime: 2 * time.Second,
+		LogLevel:    "INFO",
+	}
+}
+
+func with(f func(*view)) view {
+	v := defaults()
+	f(&v)
+	return v
+}
+
+func envoyAt(admin string) func(*view) {
+	return func(v *view) {
+		v.Ready = sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: admin}
+		v.Quit = []sidecar.Call{sidecar.EnvoyQuit(admin)}
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want view
+	}{
+		{"defaults", nil, nil, defaults()},
+		{"admin flag", []string{"--admin", "http://localhost:9901"}, nil, with(envoyAt("http://localhost:9901"))},
+		{"admin flag with =", []string{"--admin=http://[::1]:9901/"}, nil, with(func(v *view) {
+			v.Ready.URL = "http://[::1]:9901/"
+			v.Quit = []sidecar.Call{{URL: "http://[::1]:9901/quitquitquit"}}
+		})},
+		{"SIDESYNC_ADMIN", nil, []string{"SIDESYNC_ADMIN=http://127.0.0.1:19000"}, with(envoyAt("http://127.0.0.1:19000"))},
+		{"flag beats SIDESYNC_ variable", []string{"--timeout=5s"}, []string{"SIDESYNC_TIMEOUT=9s"}, with(func(v *view) { v.Timeout = 5 * time.Second })},
+		{"empty variable is unset", nil, []string{"SIDESYNC_TIMEOUT="}, defaults()},
+		{"ready and quit URLs", []string{"--ready-url", "http://127.0.0.1:15021/healthz/ready", "--quit-url", "http://127.0.0.1:15020/quitquitquit", "--quit-url=http://localhost:9091/quitquitquit"}, nil, with(func(v *view) {
+			v.Ready = sidecar.Check{Kind: sidecar.HTTPStatus, URL: "http://127.0.0.1:15021/healthz/ready"}
+			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:15020/quitquitquit"}, {URL: "http://localhost:9091/quitquitquit"}}
+		})},
+		{"quit URL list variable", nil, []string{"SIDESYNC_QUIT_URL=http://127.0.0.1:1/a, http://127.0.0.1:2/b"}, with(func(v *view) {
+			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:1/a"}, {URL: "http://127.0.0.1:2/b"}}
+		})},
+		{"max retries alone lifts the default timeout", []string{"--max-retries", "5"}, nil, with(func(v *view) {
+			v.Backoff, v.Timeout, v.MaxRetries = "constant 20ms, 5 retries", 0, 5
+		})},
+		{"timeout and retries", []string{"--max-retries=5", "--timeout=1m"}, nil, with(func(v *view) {
+			v.Backoff, v.Timeout, v.MaxRetries = "constant 20ms, 5 retries", time.Minute, 5
+		})},
+		{"timeout 0 waits forever", []string{"--timeout", "0"}, nil, with(func(v *view) { v.Timeout = 0 })},
+		{"polly", []string{"--backoff", "polly", "--interval", "1s", "--max-interval", "15s"}, nil, with(func(v *view) {
+			v.Backoff = "decorrelated jitter (Polly V2), median first delay 1s, each at most 15s"
+		})},
+		{"exponential", []string{"--backoff=exponential", "--interval=10ms"}, nil, with(func(v *view) { v.Backoff = "exponential 10ms x2" })},
+		{"policies", []string{"--on-timeout", "start-anyway", "--quit", "on-success", "--log-level", "debug"}, nil, with(func(v *view) {
+			v.StartAnyway, v.QuitPolicy, v.LogLevel = true, QuitOnSuccess, "DEBUG"
+		})},
+		{"bool flag forms", []string{"--no-wait", "--disabled=false"}, nil, with(func(v *view) { v.Wait = false })},
+		{"bool variable", nil, []string{"SIDESYNC_DISABLED=TRUE"}, with(func(v *view) { v.Disabled = true })},
+		{"remote quit allowed", []string{"--admin", "http://10.0.0.5:15000", "--allow-remote-quit"}, nil, with(envoyAt("http://10.0.0.5:15000"))},
+		{"remote quit irrelevant when disabled", []string{"--admin", "http://10.0.0.5:15000", "--disabled"}, nil, with(func(v *view) {
+			envoyAt("http://10.0.0.5:15000")(v)
+			v.Disabled = true
+		})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(ModeWait, tt.args, envOf(tt.env...))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, viewOf(cfg)); diff != "" {
+				t.Errorf("config (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestParseCommand checks where the flags end and the command begins.
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"after --", []string{"--timeout", "1s", "--", "python", "job.py", "--timeout", "3"}, []string{"python", "job.py", "--timeout", "3"}},
+		{"first non-flag", []string{"--no-wait", "python", "-u", "job.py"}, []string{"python", "-u", "job.py"}},
+		{"no flags", []string{"--", "true"}, []string{"true"}},
+		{"dash is a command", []string{"-"}, []string{"-"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse(ModeRun, tt.args, envOf())
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, cfg.Command); diff != "" {
+				t.Errorf("command (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestUsageErrors checks that every bad value is reported, naming its flag or variable, all at
+// once.
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		mode Mode
+		args []string
+		env  []string
+		want []string // substrings, one per expected problem
+	}{
+		{"bad duration flag", ModeWait, []string{"--timeout", "5x"}, nil, []string{`--timeout "5x": not a duration`}},
+		{"duration without unit", ModeWait, []string{"--timeout=30"}, nil, []string{`--timeout "30": not a duration`}},
+		{"negative duration", ModeWait, []string{"--probe-timeout=-1s"}, nil, []string{`--probe-timeout "-1s": must not be negative`}},
+		{"zero probe timeout", ModeWait, []string{"--probe-timeout=0"}, nil, []string{`--probe-timeout "0s": must be more than 0`}},
+		{"negative count", ModeWait, []string{"--max-retries", "-3"}, nil, []string{`--max-retries "-3": must not be negative`}},
+		{"not a count", ModeWait, []string{"--quit-retries", "many"}, nil, []string{`--quit-retries "many": not a whole number`}},
+		{"unknown policy", ModeWait, []string{"--quit", "sometimes"}, nil, []string{`--quit "sometimes": must be one of always, on-success, never`}},
+		{"unknown backoff", ModeWait, []string{"--backoff=fibonacci"}, nil, []string{`--backoff "fibonacci": must be one of`}},
+		{"bad url scheme", ModeWait, []string{"--admin", "https://127.0.0.1:15000"}, nil, []string{`--admin "https://127.0.0.1:15000": must be an http:// URL`}},
+		{"url without host", ModeWait, []string{"--ready-url", "http:///ready"}, nil, []string{`has no host`}},
+		{"bad port", ModeWait, []string{"--admin", "http://127.0.0.1:99999"}, nil, []string{`port "99999" is not in 1-65535`}},
+		{"not a boolean", ModeWait, []string{"--no-wait=maybe"}, nil, []string{`--no-wait "maybe": not a boolean`}},
+		{"unknown flag", ModeWait, []string{"--tiemout=1s"}, nil, []string{"unknown flag --tiemout"}},
+		{"missing value", ModeWait, []string{"--timeout"}, nil, []string{"flag --timeout needs a value"}},
+		{"bad variable", ModeWait, nil, []string{"SIDESYNC_TIMEOUT=soon"}, []string{`SIDESYNC_TIMEOUT="soon": not a duration`}},
+		{"bad bool variable", ModeWait, nil, []string{"SIDESYNC_NO_WAIT=yes"}, []string{`SIDESYNC_NO_WAIT="yes": not a boolean`}},
+		{"zero interval", ModeWait, []string{"--interval", "0"}, nil, []string{`--interval "0": must be more than 0`}},
+		{"remote quit refused", ModeWait, []string{"--admin", "http://10.1.2.3:15000"}, nil, []string{"--admin: quit URL http://10.1.2.3:15000/quitquitquit is not on a loopback address"}},
+		{"remote quit url refused", ModeWait, nil, []string{"SIDESYNC_QUIT_URL=http://vault.svc:8200/agent/v1/quit"}, []string{"SIDESYNC_QUIT_URL: quit URL http://vault.svc:8200/agent/v1/quit is not on a loopback address"}},
+		{"no command", ModeRun, []string{"--timeout=1s"}, nil, []string{"no command given"}},
+		{"command for wait", ModeWait, []string{"--", "true"}, nil, []string{"unexpected arguments for sidesync wait"}},
+		{"all problems at once", ModeRun, []string{"--timeout=x", "--quit=y", "--max-retries=-1"}, []string{"SIDESYNC_PROBE_TIMEOUT=z"},
+			[]string{"--timeout", "--quit", "--max-retries", "SIDESYNC_PROBE_TIMEOUT", "no command given"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(tt.mode, tt.args, envOf(tt.env...))
+			var ue *UsageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("Parse: got %v, want a *UsageError", err)
+			}
+			if len(ue.Problems) != len(tt.want) {
+				t.Errorf("got %d problems, want %d:\n%v", len(ue.Problems), len(tt.want), err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "--help", "-help"} {
+		if _, err := Parse(ModeRun, []string{arg}, envOf()); !errors.Is(err, ErrHelp) {
+			t.Errorf("Parse(%s) = %v, want ErrHelp", arg, err)
+		}
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	for flag, want := range map[string]string{"quit-url": "SIDESYNC_QUIT_URL", "timeout": "SIDESYNC_TIMEOUT", "allow-remote-quit": "SIDESYNC_ALLOW_REMOTE_QUIT"} {
+		if got := EnvName(flag); got != want {
+			t.Errorf("EnvName(%q) = %q, want %q", flag, got, want)
+		}
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for u, want := range map[string]bool{
+		"http://127.0.0.1:15000": true, "http://127.9.8.7/": true, "http://[::1]:1": true, "http://localhost:9091": true,
+		"http://LOCALHOST": true, "http://10.0.0.1": false, "http://example.com": false, "http://[::ffff:127.0.0.1]:1": true,
+		"http://0.0.0.0:1": false, "http://localhost.example.com": false,
+	} {
+		if got := IsLoopback(u); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", u, got, want)
+		}
+	}
+}

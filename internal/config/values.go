@@ -1,0 +1,201 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The flag.Value types below parse strictly: every malformed value is an error, never a silent
+// fallback to a default (scuttle "ignores" invalid values; kvij/scuttle's silent 15-minute
+// give-up came from such a default).
+
+// durationValue is a non-negative Go duration ("1.5s", "250ms", "0").
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return ""
+	}
+	return v.d.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("not a duration (use a unit, like 500ms, 30s or 2m)")
+	}
+	if d < 0 {
+		return 0, errors.New("must not be negative")
+	}
+	return d, nil
+}
+
+// countValue is a non-negative integer.
+type countValue struct{ n *int }
+
+func (v countValue) String() string {
+	if v.n == nil || *v.n < 0 {
+		return ""
+	}
+	return strconv.Itoa(*v.n)
+}
+
+func (v countValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("not a whole number")
+	}
+	if n < 0 {
+		return errors.New("must not be negative")
+	}
+	*v.n = n
+	return nil
+}
+
+// boolValue accepts what strconv.ParseBool accepts: 1, t, true, 0, f, false (any case).
+type boolValue struct{ b *bool }
+
+func (v boolValue) String() string {
+	if v.b == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*v.b)
+}
+
+func (v boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("not a boolean (use true or false)")
+	}
+	*v.b = b
+	return nil
+}
+
+// IsBoolFlag lets "--flag" mean "--flag=true".
+func (v boolValue) IsBoolFlag() bool { return true }
+
+// choiceValue is one of a fixed list of words.
+type choiceValue struct {
+	s       *string
+	choices []string
+}
+
+func (v choiceValue) String() string {
+	if v.s == nil {
+		return ""
+	}
+	return *v.s
+}
+
+func (v choiceValue) Set(s string) error {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if !slices.Contains(v.choices, s) {
+		return fmt.Errorf("must be one of %s", strings.Join(v.choices, ", "))
+	}
+	*v.s = s
+	return nil
+}
+
+// stringValue is any string.
+type stringValue struct{ s *string }
+
+func (v stringValue) String() string {
+	if v.s == nil {
+		return ""
+	}
+	return *v.s
+}
+
+func (v stringValue) Set(s string) error { *v.s = s; return nil }
+
+// urlValue is an absolute http:// URL with a host.
+type urlValue struct{ s *string }
+
+func (v urlValue) String() string { return stringValue(v).String() }
+
+func (v urlValue) Set(s string) error {
+	u, err := parseURL(s)
+	if err != nil {
+		return err
+	}
+	*v.s = u.String()
+	return nil
+}
+
+// urlListValue is a list of http:// URLs: repeat the flag, or separate them with commas.
+type urlListValue struct{ list *[]string }
+
+func (v urlListValue) String() string {
+	if v.list == nil {
+		return ""
+	}
+	return strings.Join(*v.list, ",")
+}
+
+func (v urlListValue) Set(s string) error {
+	var errs []error
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		u, err := parseURL(part)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%q: %w", part, err))
+			continue
+		}
+		*v.list = append(*v.list, u.String())
+	}
+	return errors.Join(errs...)
+}
+
+// parseURL accepts absolute http URLs only: the sidecar endpoints are plain HTTP on loopback,
+// and sidesync's client does not speak TLS.
+func parseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("not a URL: %v", errors.Unwrap(err))
+	}
+	if u.Scheme != "http" {
+		return nil, fmt.Errorf("must be an http:// URL (like http://127.0.0.1:15000)")
+	}
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("has no host")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("port %q is not in 1-65535", p)
+		}
+	}
+	u.Fragment = ""
+	return u, nil
+}
+
+// IsLoopback reports whether rawURL names a loopback host: "localhost" or a loopback IP
+// literal (127.0.0.0/8, ::1). Other names would need DNS, which could point anywhere.
+func IsLoopback(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

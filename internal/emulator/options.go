@@ -1,0 +1,135 @@
+package emulator
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Behaviour says how the routes governed by one knob answer. The zero
+// value behaves as BehaviourOK.
+type Behaviour string
+
+// The behaviours. Not every knob accepts every behaviour: see
+// ReadyBehaviours and QuitBehaviours.
+const (
+	// BehaviourOK answers as the real sidecar does.
+	BehaviourOK Behaviour = "ok"
+	// BehaviourHang never answers (Outcome Hang).
+	BehaviourHang Behaviour = "hang"
+	// BehaviourReset resets the connection (Outcome Reset).
+	BehaviourReset Behaviour = "reset"
+	// BehaviourEOF closes the connection without answering (Outcome Drop).
+	BehaviourEOF Behaviour = "eof"
+	// Behaviour404 answers 404 with body "not found\n".
+	Behaviour404 Behaviour = "404"
+	// Behaviour500 answers 500 with body "internal error\n".
+	Behaviour500 Behaviour = "500"
+)
+
+// ReadyBehaviours lists the values Options.ReadyBehaviour accepts.
+func ReadyBehaviours() []Behaviour {
+	return []Behaviour{BehaviourOK, BehaviourHang, BehaviourReset, BehaviourEOF, Behaviour404, Behaviour500}
+}
+
+// QuitBehaviours lists the values Options.QuitBehaviour accepts.
+func QuitBehaviours() []Behaviour {
+	return []Behaviour{BehaviourOK, BehaviourHang, Behaviour500, BehaviourReset, BehaviourEOF}
+}
+
+// ParseBehaviour checks s against the allowed behaviours.
+func ParseBehaviour(s string, allowed []Behaviour) (Behaviour, error) {
+	if b := Behaviour(s); slices.Contains(allowed, b) {
+		return b, nil
+	}
+	return "", fmt.Errorf("%q is not one of %s", s, joinBehaviours(allowed))
+}
+
+// Options are the knobs shared by every profile (ref §12 item 7). The
+// zero value is a sidecar on 127.0.0.1 with an ephemeral port that is
+// ready at once and quits cleanly with exit code 0.
+type Options struct {
+	// Listen is the address to listen on; "" means "127.0.0.1:0".
+	Listen string
+	// ListenAfter delays listening: the port is chosen (by listening and
+	// closing) and reported at once, but only listened on after this long,
+	// so early clients get connection refused.
+	ListenAfter time.Duration
+	// ReadyAfter is the time from Start to the ready state; the sidecar
+	// is half-way (Envoy: INITIALIZING) after half of it.
+	ReadyAfter time.Duration
+	// NeverReady keeps the sidecar from becoming ready at all.
+	NeverReady bool
+	// ReadyBehaviour governs RoleReadiness routes.
+	ReadyBehaviour Behaviour
+	// QuitBehaviour governs RoleShutdown routes.
+	QuitBehaviour Behaviour
+	// ExitCode is the exit code after an accepted shutdown request.
+	ExitCode int
+	// ExitDelay is the time between accepting a shutdown request and
+	// closing the listener.
+	ExitDelay time.Duration
+	// Events receives event lines; nil discards them.
+	Events io.Writer
+	// Diagnostics receives human-readable problems; nil discards them.
+	Diagnostics io.Writer
+}
+
+// withDefaults fills in the zero values.
+func (o Options) withDefaults() Options {
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+	}
+	if o.ReadyBehaviour == "" {
+		o.ReadyBehaviour = BehaviourOK
+	}
+	if o.QuitBehaviour == "" {
+		o.QuitBehaviour = BehaviourOK
+	}
+	if o.Diagnostics == nil {
+		o.Diagnostics = io.Discard
+	}
+	return o
+}
+
+// validate checks the options; messages name the command-line flag that
+// sets the offending field.
+func (o Options) validate() error {
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"listen-after", o.ListenAfter}, {"ready-after", o.ReadyAfter}, {"exit-delay", o.ExitDelay}} {
+		if d.v < 0 {
+			return fmt.Errorf("-%s: %v is negative", d.flag, d.v)
+		}
+	}
+	if _, err := ParseBehaviour(string(o.ReadyBehaviour), ReadyBehaviours()); err != nil {
+		return fmt.Errorf("-ready-behaviour: %w", err)
+	}
+	if _, err := ParseBehaviour(string(o.QuitBehaviour), QuitBehaviours()); err != nil {
+		return fmt.Errorf("-quit-behaviour: %w", err)
+	}
+	if o.ExitCode < 0 || o.ExitCode > 255 {
+		return fmt.Errorf("-exit-code: %d is outside 0..255", o.ExitCode)
+	}
+	return nil
+}
+
+// apply carries out behaviour b in place of h. Behaviours other than ok
+// replace the profile's answer entirely.
+func (b Behaviour) apply(h Handler, r *Request) Reply {
+	switch b {
+	case BehaviourHang:
+		return Reply{Outcome: Hang}
+	case BehaviourReset:
+		return Reply{Outcome: Reset}
+	case BehaviourEOF:
+		return Reply{Outcome: Drop}
+	case Behaviour404:
+		return Reply{Response: Text(404, "not found\n")}
+	case Behaviour500:
+		return Reply{Response: Text(500, "internal error\n")}
+	}
+	return h(r)
+}

@@ -1,0 +1,77 @@
+package emulator
+
+// wrap applies the behaviour knobs to a route's handler by its Role. It
+// runs after the method check, so a wrong method is refused the way the
+// real sidecar refuses it whatever the knobs say (ref §1.1).
+func (s *Sidecar) wrap(rt *Route, h Handler) Handler {
+	switch rt.Role {
+	case RoleReadiness:
+		b := s.opts.ReadyBehaviour
+		return func(r *Request) Reply { return b.apply(h, r) }
+	case RoleShutdown:
+		return s.shutdownHandler(h)
+	}
+	return h
+}
+
+// shutdownHandler applies Options.QuitBehaviour to a shutdown route and
+// shuts the sidecar down when the request is accepted: with "ok" when the
+// profile's handler answers 2xx (a profile refuses with 403 or 404 where
+// the real sidecar does, ref §12 items 2 and 4), with "reset" and "eof"
+// always; "hang" and "500" keep the sidecar up.
+func (s *Sidecar) shutdownHandler(h Handler) Handler {
+	return func(r *Request) Reply {
+		b := s.opts.QuitBehaviour
+		reply := b.apply(h, r)
+		accepted := b == BehaviourReset || b == BehaviourEOF
+		if b == BehaviourOK {
+			accepted = reply.Outcome == Answer && reply.Response.Status/100 == 2
+		}
+		if accepted {
+			s.acceptQuit()
+			reply.After = chain(reply.After, s.exitLater)
+		}
+		return reply
+	}
+}
+
+// acceptQuit records the first accepted shutdown request.
+func (s *Sidecar) acceptQuit() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.quitting || s.stopped {
+		return
+	}
+	s.quitting = true
+	s.events.emit("quit")
+	close(s.quit)
+}
+
+// exitLater stops the sidecar with Options.ExitCode after
+// Options.ExitDelay, on its own goroutine because it runs as a Reply's
+// After on a connection goroutine that Server.Close waits for.
+func (s *Sidecar) exitLater() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exiting || s.stopped {
+		return
+	}
+	s.exiting = true
+	go func() {
+		if s.wait(s.opts.ExitDelay) {
+			s.stop(s.opts.ExitCode)
+		}
+	}()
+}
+
+// chain returns a function that runs first and then second; nil means
+// nothing to run.
+func chain(first, second func()) func() {
+	if first == nil {
+		return second
+	}
+	return func() {
+		first()
+		second()
+	}
+}

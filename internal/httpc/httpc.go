@@ -1,0 +1,161 @@
+// Package httpc is a minimal HTTP/1.1 client for talking to sidecars on loopback: one request per
+// connection, plain http only, bounded reads, no dependency on net/http (which would triple the
+// size and memory of the sidesync binary).
+package httpc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// defaultBodyLimit is used when Do is given bodyLimit <= 0. Sidecar readiness and quit endpoints
+// answer a few bytes; 64 KiB leaves room for a verbose error page without letting one grow RSS.
+const defaultBodyLimit = 64 << 10
+
+// readBufSize is the bufio buffer for the response. It also caps one chunk-size line, so it must
+// stay comfortably above any real chunk header.
+const readBufSize = 4 << 10
+
+// Header is one header field: the name as sent or received, and its value.
+type Header struct{ Name, Value string }
+
+// Request is one HTTP/1.1 request. The connection is closed after the response.
+type Request struct {
+	Method string   // "GET", "POST", "HEAD", ...; empty means GET
+	URL    *url.URL // scheme must be "http"; host may be a name, IPv4 or [IPv6] literal; default port 80
+	Header []Header // extra headers, sent in order after the standard ones
+	Body   []byte   // sent with Content-Length; a POST/PUT/PATCH with nil Body sends "Content-Length: 0"
+	// LocalAddr, when set, is the local IP the connection is made from (used by tests that need a
+	// non-loopback peer address).
+	LocalAddr net.IP
+}
+
+// Response is what the server answered.
+type Response struct {
+	StatusCode int      // e.g. 503
+	Status     string   // code and reason phrase as sent, e.g. "503 Service Unavailable"
+	Proto      string   // e.g. "HTTP/1.1"
+	Header     []Header // in order received; names as sent
+	Body       []byte   // at most bodyLimit bytes (after chunked decoding)
+	Truncated  bool     // the body was longer than bodyLimit (the rest was not read)
+	// BodyErr is the error that cut the body short (e.g. io.ErrUnexpectedEOF, a reset, a malformed chunk),
+	// nil when the body was read completely or Truncated. The status line and headers were received,
+	// so the status is still authoritative.
+	BodyErr error
+}
+
+// Get returns the first header value with that name (case-insensitive), or "".
+func (r *Response) Get(name string) string {
+	for _, h := range r.Header {
+		if strings.EqualFold(h.Name, name) {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+// Do sends req on a new connection and reads the response. The context bounds everything (dial,
+// write, read): its deadline becomes the connection deadline, and cancelling it closes the
+// connection at once. Do never reads more than bodyLimit bytes of body (bodyLimit <= 0 means 64 KiB).
+// Every failure is an *Error.
+func Do(ctx context.Context, req *Request, bodyLimit int) (*Response, error) {
+	if bodyLimit <= 0 {
+		bodyLimit = defaultBodyLimit
+	}
+	if req == nil {
+		return nil, &Error{Op: "request", Err: errors.New("nil request")}
+	}
+	e := &Error{Op: "request", URL: redact(req.URL), method: req.Method}
+	switch {
+	case e.method == "":
+		e.method = "GET"
+	case !isToken(e.method):
+		e.method = "" // keep a CR or LF out of log lines; the cause quotes it
+	}
+	out, err := buildRequest(req)
+	if err != nil {
+		return nil, e.with("request", err)
+	}
+	conn, err := dial(ctx, out.addr, req.LocalAddr)
+	if err != nil {
+		return nil, e.with("dial", contextError(ctx, err))
+	}
+	return exchange(ctx, conn, out.method, out.raw, bodyLimit, e)
+}
+
+// dial connects through the normal resolver, so a name such as "localhost" works whichever
+// address family the sidecar listens on: the dialer tries every address it resolves to.
+func dial(ctx context.Context, addr string, local net.IP) (net.Conn, error) {
+	// One request per connection: keep-alive probes would never fire, so skip setting them up.
+	d := net.Dialer{KeepAlive: -1}
+	if local != nil {
+		d.LocalAddr = &net.TCPAddr{IP: local}
+	}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// exchange writes raw on conn, reads the response and closes conn. It is separate from Do so the
+// response parser can be exercised over any net.Conn (the fuzz test uses net.Pipe). e carries
+// the method and URL for errors.
+func exchange(ctx context.Context, conn net.Conn, method string, raw []byte, limit int, e *Error) (*Response, error) {
+	defer conn.Close()
+	// Closing the connection is the only way to interrupt a blocked Read or Write at once; the
+	// deadline alone would not notice a plain cancel.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if d, ok := ctx.Deadline(); ok {
+		if err := conn.SetDeadline(d); err != nil {
+			return nil, e.with("write", contextError(ctx, err))
+		}
+	}
+	// One Write so a server never sees a half request from us unless the connection breaks.
+	if _, err := conn.Write(raw); err != nil {
+		return nil, e.with("write", contextError(ctx, err))
+	}
+	e.Sent = true
+	br := bufio.NewReaderSize(conn, readBufSize)
+	resp, err := readHead(br)
+	if err != nil {
+		return nil, e.with("read", contextError(ctx, err))
+	}
+	if err := readBody(br, resp, method, limit); err != nil {
+		resp.BodyErr = contextError(ctx, err)
+	}
+	return resp, nil
+}
+
+// contextError replaces err by the context's error when the context is what ended the exchange:
+// the caller then sees context.Canceled or context.DeadlineExceeded instead of "use of closed
+// network connection" or "i/o timeout". A custom cause is kept alongside the standard error so
+// that errors.Is works for both.
+func contextError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, ctxErr) {
+			return cause
+		}
+		return fmt.Errorf("%w: %w", ctxErr, cause)
+	}
+	// The connection deadline equals the context deadline, and the socket may report it a hair
+	// before the context's own timer fires.
+	if d, ok := ctx.Deadline(); ok && isTimeout(err) && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// redact renders u without userinfo, which is never sent and must not end up in logs.
+func redact(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	c := *u
+	c.User = nil
+	return c.String()
+}

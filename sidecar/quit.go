@@ -1,0 +1,176 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sidesync/sidesync/internal/httpc"
+	"github.com/sidesync/sidesync/internal/logfmt"
+)
+
+// Defaults of QuitOptions.
+const (
+	// DefaultQuitRequestTimeout bounds one quit request.
+	DefaultQuitRequestTimeout = 2 * time.Second
+	// DefaultQuitTimeout bounds a whole Quit, retries included, so that a pod never lingers
+	// because a sidecar does not answer (scuttle could wait forever here: its issue 50).
+	DefaultQuitTimeout = 10 * time.Second
+)
+
+// Call describes the request that asks a sidecar to quit.
+type Call struct {
+	URL    string // http:// URL, e.g. http://127.0.0.1:15000/quitquitquit
+	Method string // empty means POST, which every sidecar accepts (Envoy answers 405 to GET)
+	Header []Header
+	// Alternates are tried in order when URL refuses the connection (nothing listens there):
+	// for example Envoy's own admin when Istio's agent port is absent.
+	Alternates []string
+}
+
+// EnvoyQuit returns the call that asks the Envoy whose admin base URL is admin to quit,
+// POST <admin>/quitquitquit (sidecar-protocols.md 1.5). Istio's agent takes the same call on its
+// own port (3.3).
+func EnvoyQuit(admin string) Call { return Call{URL: joinPath(admin, "quitquitquit")} }
+
+// QuitOptions tunes Quit. The zero value makes up to 4 attempts 100 ms, 200 ms and 400 ms apart,
+// each bounded by 2 s, the whole call by 10 s.
+type QuitOptions struct {
+	RequestTimeout time.Duration // one request; zero means DefaultQuitRequestTimeout
+	Timeout        time.Duration // the whole call; zero means DefaultQuitTimeout
+	Backoff        Backoff       // delays between attempts; nil means DefaultQuitBackoff()
+	Logger         *slog.Logger  // nil means no logs
+}
+
+// DefaultQuitBackoff is the retry policy of Quit: 3 retries, 100 ms, 200 ms, 400 ms apart.
+func DefaultQuitBackoff() Backoff {
+	return Limit(Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, 3)
+}
+
+// QuitResult describes a quit request that the sidecar took.
+type QuitResult struct {
+	URL        string // the URL that took it (URL or one of the Alternates)
+	StatusCode int    // 0 when Closed
+	Body       string
+	// Closed is set when no answer came because the connection was reset or closed right after
+	// the request, or refused after an earlier attempt reached the sidecar: it went away, which
+	// is what was asked.
+	Closed   bool
+	Attempts int
+	Took     time.Duration
+}
+
+// QuitError is a quit that failed: the sidecar refused, answered an error, or never answered.
+type QuitError struct {
+	URL      string
+	Attempts int
+	Took     time.Duration
+	Err      error // the last attempt's error, e.g. a *StatusError
+}
+
+func (e *QuitError) Error() string {
+	return fmt.Sprintf("quit %s failed after %d attempts in %v: %v", e.URL, e.Attempts, logfmt.Round(e.Took), e.Err)
+}
+
+func (e *QuitError) Unwrap() error { return e.Err }
+
+// Quit asks the sidecar to quit, retrying while it is unreachable, times out or answers 5xx,
+// 408 or 429, within QuitOptions.Timeout. Any 2xx is success; so is a connection that closes
+// right after the request. Other answers (403, 404, 405, ...) fail at once.
+func Quit(ctx context.Context, c Call, o QuitOptions) (QuitResult, error) {
+	start := time.Now()
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultQuitTimeout
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+	defer cancel()
+	q := quitter{call: c, opts: o, log: loggerOrDiscard(o.Logger)}
+	backoff := o.Backoff
+	if backoff == nil {
+		backoff = DefaultQuitBackoff()
+	}
+	res, retry, err := q.attempt(ctx)
+	for d := range backoff.Delays(nil) {
+		if !retry || !sleep(ctx, d) {
+			break
+		}
+		q.log.Info("quit attempt failed, retrying", "url", q.url(), "attempt", q.attempts, "err", err, "in", d)
+		prev := err
+		res, retry, err = q.attempt(ctx)
+		if err != nil && ended(ctx) {
+			err = prev // cut short by the overall limit: the previous failure says more
+		}
+	}
+	res.Attempts, res.Took = q.attempts, time.Since(start)
+	if err != nil {
+		return res, &QuitError{URL: q.url(), Attempts: q.attempts, Took: res.Took, Err: err}
+	}
+	return res, nil
+}
+
+// quitter is the state of one Quit call.
+type quitter struct {
+	call     Call
+	opts     QuitOptions
+	log      *slog.Logger
+	attempts int
+	current  int  // index into urls() of the URL that last reached something
+	reached  bool // some attempt delivered the request to the sidecar
+}
+
+func (q *quitter) urls() []string { return append([]string{q.call.URL}, q.call.Alternates...) }
+func (q *quitter) url() string    { return q.urls()[q.current] }
+
+// attempt sends the request once (walking the alternates while they refuse) and reports the
+// outcome, whether it is worth retrying, and the error.
+func (q *quitter) attempt(ctx context.Context) (QuitResult, bool, error) {
+	q.attempts++
+	timeout := q.opts.RequestTimeout
+	if timeout <= 0 {
+		timeout = DefaultQuitRequestTimeout
+	}
+	method := q.call.Method
+	if method == "" {
+		method = "POST"
+	}
+	urls := q.urls()
+	for i := q.current; ; i++ {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		resp, err := send(rctx, method, urls[i], q.call.Header)
+		cancel()
+		if httpc.Refused(err) && !q.reached && i+1 < len(urls) {
+			q.log.Debug("quit endpoint refused, trying the next", "url", urls[i], "next", urls[i+1])
+			continue
+		}
+		q.current = i
+		return q.outcome(urls[i], resp, err)
+	}
+}
+
+// outcome classifies one request's result.
+func (q *quitter) outcome(url string, resp *httpc.Response, err error) (QuitResult, bool, error) {
+	res := QuitResult{URL: url}
+	switch {
+	case err == nil:
+		q.reached = true
+		res.StatusCode, res.Body = resp.StatusCode, excerpt(resp.Body)
+		if resp.StatusCode/100 == 2 {
+			return res, false, nil
+		}
+		c := resp.StatusCode
+		retry := c >= 500 || c == 408 || c == 429
+		return res, retry, &StatusError{Code: c, Status: resp.Status, Body: res.Body}
+	case httpc.ClosedAfterSend(err), httpc.Refused(err) && q.reached:
+		res.Closed = true
+		return res, false, nil
+	default:
+		var he *httpc.Error
+		if errors.As(err, &he) && he.Sent {
+			q.reached = true // it has the request; if it is gone next time, it quit
+		}
+		return res, true, err
+	}
+}

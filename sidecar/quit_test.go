@@ -1,0 +1,204 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sidesync/sidesync/internal/httpc"
+)
+
+// quitServer answers POST /quitquitquit with status code and body, counting requests.
+func quitServer(t *testing.T, code int, body string) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		if r.Method != "POST" {
+			w.WriteHeader(405)
+			w.Write([]byte("Method " + r.Method + " not allowed, POST required."))
+			return
+		}
+		w.WriteHeader(code)
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func quickRetries() QuitOptions {
+	return QuitOptions{Backoff: Limit(Constant{time.Millisecond}, 3), RequestTimeout: time.Second}
+}
+
+func TestQuitOK(t *testing.T) {
+	srv, n := quitServer(t, 200, "OK\n")
+	res, err := Quit(context.Background(), EnvoyQuit(srv.URL+"/"), quickRetries())
+	if err != nil {
+		t.Fatalf("Quit: %v", err)
+	}
+	if res.StatusCode != 200 || res.Body != "OK" || res.Attempts != 1 || n.Load() != 1 || res.URL != srv.URL+"/quitquitquit" {
+		t.Errorf("Quit = %+v after %d requests, want one 200 OK", res, n.Load())
+	}
+}
+
+func TestQuitStatusErrors(t *testing.T) {
+	tests := []struct {
+		name         string
+		code         int
+		method       string
+		wantAttempts int
+	}{
+		{"405 is final (GET to Envoy)", 200, "GET", 1},
+		{"403 is final (not from loopback)", 403, "", 1},
+		{"404 is final (linkerd shutdown disabled)", 404, "", 1},
+		{"500 is retried", 500, "", 4},
+		{"503 is retried", 503, "", 4},
+		{"429 is retried", 429, "", 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, n := quitServer(t, tt.code, "nope\n")
+			c := Call{URL: srv.URL + "/quitquitquit", Method: tt.method}
+			_, err := Quit(context.Background(), c, quickRetries())
+			var qe *QuitError
+			var se *StatusError
+			if !errors.As(err, &qe) || !errors.As(err, &se) {
+				t.Fatalf("Quit: got %v, want a *QuitError with a *StatusError", err)
+			}
+			if qe.Attempts != tt.wantAttempts || int(n.Load()) != tt.wantAttempts {
+				t.Errorf("attempts = %d (server saw %d), want %d", qe.Attempts, n.Load(), tt.wantAttempts)
+			}
+		})
+	}
+}
+
+// rawServer accepts connections and hands each to handle after reading the request head.
+func rawServer(t *testing.T, handle func(c *net.TCPConn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				buf := make([]byte, 4096)
+				c.Read(buf) // the whole small request arrives in one segment on loopback
+				handle(c.(*net.TCPConn))
+			}()
+		}
+	}()
+	return "http://" + l.Addr().String()
+}
+
+// TestQuitClosedAfterRequest: a sidecar that goes away right after taking the request (reset or
+// plain close) has quit.
+func TestQuitClosedAfterRequest(t *testing.T) {
+	for name, handle := range map[string]func(*net.TCPConn){
+		"reset": func(c *net.TCPConn) { c.SetLinger(0); c.Close() },
+		"eof":   func(c *net.TCPConn) { c.Close() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			url := rawServer(t, handle)
+			res, err := Quit(context.Background(), EnvoyQuit(url), quickRetries())
+			if err != nil || !res.Closed || res.Attempts != 1 {
+				t.Errorf("Quit = %+v, %v; want success with Closed", res, err)
+			}
+		})
+	}
+}
+
+// TestQuitHang: a sidecar that never answers costs a bounded time.
+func TestQuitHang(t *testing.T) {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	url := rawServer(t, func(c *net.TCPConn) { <-hold; c.Close() })
+	o := QuitOptions{Backoff: Limit(Constant{time.Millisecond}, 2), RequestTimeout: 20 * time.Millisecond}
+	start := time.Now()
+	_, err := Quit(context.Background(), EnvoyQuit(url), o)
+	var qe *QuitError
+	if !errors.As(err, &qe) || !httpc.Timeout(err) || qe.Attempts != 3 {
+		t.Fatalf("Quit: got %v, want a timeout after 3 attempts", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("Quit took %v", time.Since(start))
+	}
+}
+
+// TestQuitOverallTimeout: the whole call is bounded even if retries would go on.
+func TestQuitOverallTimeout(t *testing.T) {
+	url := closedURL(t)
+	o := QuitOptions{Backoff: Constant{time.Millisecond}, Timeout: 50 * time.Millisecond}
+	_, err := Quit(context.Background(), EnvoyQuit(url), o)
+	var qe *QuitError
+	if !errors.As(err, &qe) || !httpc.Refused(err) || qe.Attempts < 2 {
+		t.Errorf("Quit: got %v, want refused after several attempts", err)
+	}
+}
+
+func TestQuitAlternates(t *testing.T) {
+	srv, n := quitServer(t, 200, "OK\n")
+	c := Call{URL: closedURL(t) + "/quitquitquit", Alternates: []string{srv.URL + "/quitquitquit"}}
+	res, err := Quit(context.Background(), c, quickRetries())
+	if err != nil || res.URL != srv.URL+"/quitquitquit" || n.Load() != 1 || res.Attempts != 1 {
+		t.Errorf("Quit = %+v, %v; want the alternate to take it at once", res, err)
+	}
+}
+
+// TestQuitGoneAfterSend: refused after an earlier attempt delivered the request means the
+// sidecar quit.
+func TestQuitGoneAfterSend(t *testing.T) {
+	var l net.Listener
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		buf := make([]byte, 4096)
+		c.Read(buf)
+		l.Close() // the sidecar stops listening...
+		c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 9\r\n\r\ndraining\n"))
+		c.Close()
+	}()
+	res, err := Quit(context.Background(), EnvoyQuit(url), quickRetries())
+	if err != nil || !res.Closed || res.Attempts != 2 {
+		t.Errorf("Quit = %+v, %v; want success on the second attempt", res, err)
+	}
+}
+
+// TestQuitHeaders: headers are sent, and secret ones never appear in errors.
+func TestQuitHeaders(t *testing.T) {
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("dapr-api-token")
+		w.WriteHeader(401)
+		w.Write([]byte("invalid api token\n"))
+	}))
+	defer srv.Close()
+	c := Call{URL: srv.URL + "/v1.0/shutdown", Header: []Header{{Name: "dapr-api-token", Value: "s3cret", Secret: true}}}
+	_, err := Quit(context.Background(), c, quickRetries())
+	if tok := <-got; tok != "s3cret" {
+		t.Errorf("server got token %q", tok)
+	}
+	if err == nil || contains(err.Error(), "s3cret") {
+		t.Errorf("Quit error %v: want a failure that does not show the token", err)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
