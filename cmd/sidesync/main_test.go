@@ -30,10 +30,13 @@ var bin struct {
 const guard = 20 * time.Second
 
 func TestMain(m *testing.M) {
-	switch filepath.Base(os.Args[0]) {
-	case "sidesync":
+	// The demo re-executes os.Executable(), which is this test binary under its own name: its
+	// hidden subcommands cannot be mistaken for test flags, which all start with -test.
+	selfCall := len(os.Args) > 1 && (os.Args[1] == "emulate" || os.Args[1] == "demo-job")
+	switch {
+	case filepath.Base(os.Args[0]) == "sidesync" || selfCall:
 		os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdin, os.Stdout, os.Stderr))
-	case "testcmd":
+	case filepath.Base(os.Args[0]) == "testcmd":
 		os.Exit(testCommand(os.Args[1:]))
 	}
 	dir, err := os.MkdirTemp("", "sidesync-test-")

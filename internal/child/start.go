@@ -91,6 +91,9 @@ func (p *Process) Signal(sig syscall.Signal, toGroup bool) error {
 // entry is tried, skipping non-executable matches but remembering them, so that the caller can
 // tell "not found" (ENOENT) from "found, not executable" (EACCES).
 func lookPath(file, path string) (string, error) {
+	if file == "" {
+		return "", unix.ENOENT
+	}
 	if strings.Contains(file, "/") {
 		return file, nil // execve reports ENOENT, EACCES, ENOEXEC as they are
 	}

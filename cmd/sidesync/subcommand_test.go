@@ -1,0 +1,167 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestArticleContract runs the article's deployment unchanged: PROXY=true, proxyEndpoint with
+// a trailing slash, interval and maxRetries.
+func TestArticleContract(t *testing.T) {
+	t.Run("PROXY=true waits and quits", func(t *testing.T) {
+		e := startEmu(t, "--ready-after", "200ms")
+		env := []string{"PROXY=true", "proxyEndpoint=" + e.admin() + "/", "interval=1", "maxRetries=5"}
+		r := sidesync(t, env, "--", bin.testcmd, "exit", "0")
+		if r.code != 0 {
+			t.Fatalf("exit code %d; stderr:\n%s", r.code, r.stderr)
+		}
+		if e.waitExit() != 0 || e.quits() != 1 {
+			t.Errorf("emulator got %d quits", e.quits())
+		}
+		mustContain(t, r.stderr, "decorrelated jitter (Polly V2), median first delay 1s, 5 retries")
+	})
+	t.Run("maxRetries exhausted fails", func(t *testing.T) {
+		e := startEmu(t, "--never-ready")
+		env := []string{"PROXY=true", "proxyEndpoint=" + e.admin() + "/", "interval=0", "maxRetries=2"}
+		r := sidesync(t, env, "--", bin.testcmd, "exit", "0")
+		if r.code != 69 || e.requests("/ready") != 3 {
+			t.Errorf("exit code %d after %d probes, want 69 after 3; stderr:\n%s", r.code, e.requests("/ready"), r.stderr)
+		}
+	})
+	t.Run("PROXY unset touches no sidecar", func(t *testing.T) {
+		e := startEmu(t)
+		r := sidesync(t, []string{"proxyEndpoint=" + e.admin() + "/"}, "--", bin.testcmd, "exit", "5")
+		if r.code != 5 || e.requests("/ready") != 0 || e.quits() != 0 {
+			t.Errorf("exit code %d, %d probes, %d quits; want 5, 0, 0", r.code, e.requests("/ready"), e.quits())
+		}
+	})
+}
+
+// TestScuttleContract runs scuttle's variables unchanged.
+func TestScuttleContract(t *testing.T) {
+	t.Run("ENVOY_ADMIN_API waits and quits", func(t *testing.T) {
+		e := startEmu(t, "--ready-after", "100ms")
+		generic := startEmu(t)
+		env := []string{"ENVOY_ADMIN_API=" + e.admin(), "GENERIC_QUIT_ENDPOINTS=" + generic.admin() + "/quitquitquit"}
+		r := sidesync(t, env, "--", bin.testcmd, "exit", "0")
+		if r.code != 0 || e.quits() != 1 || generic.quits() != 1 {
+			t.Errorf("exit %d, quits %d and %d; stderr:\n%s", r.code, e.quits(), generic.quits(), r.stderr)
+		}
+	})
+	t.Run("QUIT_WITHOUT_ENVOY_TIMEOUT", func(t *testing.T) {
+		e := startEmu(t, "--never-ready")
+		r := sidesync(t, []string{"ENVOY_ADMIN_API=" + e.admin(), "QUIT_WITHOUT_ENVOY_TIMEOUT=200ms"}, "--", bin.testcmd, "exit", "0")
+		if r.code != 69 {
+			t.Errorf("exit %d, want 69", r.code)
+		}
+	})
+	t.Run("WAIT_FOR_ENVOY_TIMEOUT starts anyway", func(t *testing.T) {
+		e := startEmu(t, "--never-ready")
+		r := sidesync(t, []string{"ENVOY_ADMIN_API=" + e.admin(), "WAIT_FOR_ENVOY_TIMEOUT=200ms"}, "--", bin.testcmd, "exit", "3")
+		if r.code != 3 {
+			t.Errorf("exit %d, want 3", r.code)
+		}
+	})
+	t.Run("NEVER_KILL_ISTIO_ON_FAILURE", func(t *testing.T) {
+		e := startEmu(t)
+		r := sidesync(t, []string{"ENVOY_ADMIN_API=" + e.admin(), "NEVER_KILL_ISTIO_ON_FAILURE=true"}, "--", bin.testcmd, "exit", "1")
+		if r.code != 1 || e.quits() != 0 {
+			t.Errorf("exit %d with %d quits, want 1 and 0", r.code, e.quits())
+		}
+	})
+	t.Run("SCUTTLE_LOGGING=false quiets the log", func(t *testing.T) {
+		e := startEmu(t)
+		r := sidesync(t, []string{"ENVOY_ADMIN_API=" + e.admin(), "SCUTTLE_LOGGING=false"}, "--", bin.testcmd, "exit", "0")
+		if r.code != 0 || r.stderr != "" {
+			t.Errorf("exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+		}
+	})
+}
+
+func TestWaitSubcommand(t *testing.T) {
+	e := startEmu(t, "--ready-after", "100ms")
+	if r := sidesync(t, nil, "wait", "--admin", e.admin()); r.code != 0 || e.quits() != 0 {
+		t.Errorf("wait: exit %d, %d quits; stderr:\n%s", r.code, e.quits(), r.stderr)
+	}
+	never := startEmu(t, "--never-ready")
+	if r := sidesync(t, nil, "wait", "--admin", never.admin(), "--timeout", "100ms"); r.code != 69 {
+		t.Errorf("wait on a never-ready sidecar: exit %d, want 69", r.code)
+	}
+	if r := sidesync(t, nil, "wait", "--admin", never.admin(), "--timeout", "100ms", "--on-timeout", "start-anyway"); r.code != 0 {
+		t.Errorf("wait with start-anyway: exit %d, want 0", r.code)
+	}
+}
+
+func TestQuitSubcommand(t *testing.T) {
+	e := startEmu(t)
+	if r := sidesync(t, nil, "quit", "--admin", e.admin()); r.code != 0 || e.waitExit() != 0 {
+		t.Errorf("quit: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if r := sidesync(t, nil, "quit", "--admin", closedAdmin(t), "--quit-timeout", "300ms"); r.code != 69 {
+		t.Errorf("quit with nothing listening: exit %d, want 69", r.code)
+	}
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		if r := sidesync(t, nil, args...); r.code != 0 || !strings.HasPrefix(r.stdout, "sidesync ") {
+			t.Errorf("%v: exit %d, stdout %q", args, r.code, r.stdout)
+		}
+	}
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"wait", "--help"}} {
+		r := sidesync(t, nil, args...)
+		if r.code != 0 {
+			t.Errorf("%v: exit %d", args, r.code)
+		}
+		mustContain(t, r.stdout, "Usage:", "--admin URL", "[SIDESYNC_ADMIN]", "PROXY=true", "ENVOY_ADMIN_API", "Exit codes:", "69")
+	}
+}
+
+// TestDemo runs the README's first command's job: a real emulated Envoy, a wait, a command, a
+// quit, and a timeline.
+func TestDemo(t *testing.T) {
+	r := sidesync(t, nil, "demo")
+	if r.code != 0 {
+		t.Fatalf("demo: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "hello from the job") {
+		t.Errorf("stdout %q lacks the job's output", r.stdout)
+	}
+	mustContain(t, r.stderr, "envoy: state LIVE", "sidecar ready", "command started", "envoy: got POST /quitquitquit, answered 200",
+		"emulated Envoy exited 0", "done exit=0")
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "+") {
+			t.Errorf("timeline line without an offset: %q", l)
+		}
+	}
+}
+
+// TestBinaryDependencies: the binary that goes into every pod links only the standard library,
+// golang.org/x/sys and this module, and not net/http (which would double its size and memory).
+func TestBinaryDependencies(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not available")
+	}
+	out, err := exec.Command(goBin, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(p, "github.com/sidesync/sidesync") && !strings.HasPrefix(p, "golang.org/x/sys/") {
+			t.Errorf("sidesync links %s", p)
+		}
+	}
+	std, err := exec.Command(goBin, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, p := range []string{"net/http", "crypto/tls"} {
+		for _, dep := range strings.Fields(string(std)) {
+			if dep == p {
+				t.Errorf("sidesync links %s", p)
+			}
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package child
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		st       Status
+		wantCode int
+		wantStr  string
+	}{
+		{Status{Code: 0}, 0, "exited 0"},
+		{Status{Code: 3}, 3, "exited 3"},
+		{Status{Code: -1, Signal: syscall.SIGTERM}, 143, "killed by SIGTERM"},
+		{Status{Code: -1, Signal: syscall.SIGKILL}, 137, "killed by SIGKILL"},
+		{Status{Code: -1, Signal: syscall.SIGSEGV, CoreDumped: true}, 139, "killed by SIGSEGV (core dumped)"},
+	}
+	for _, tt := range tests {
+		if got := tt.st.ExitCode(); got != tt.wantCode {
+			t.Errorf("%+v.ExitCode() = %d, want %d", tt.st, got, tt.wantCode)
+		}
+		if got := tt.st.String(); got != tt.wantStr {
+			t.Errorf("%+v.String() = %q, want %q", tt.st, got, tt.wantStr)
+		}
+	}
+}
+
+// TestStatusOf decodes raw wait statuses as the kernel encodes them.
+func TestStatusOf(t *testing.T) {
+	if st := statusOf(7, unix.WaitStatus(3<<8)); st.ExitCode() != 3 || st.Pid != 7 {
+		t.Errorf("exit 3: got %+v", st)
+	}
+	if st := statusOf(7, unix.WaitStatus(15)); st.Signal != syscall.SIGTERM || st.ExitCode() != 143 {
+		t.Errorf("SIGTERM: got %+v", st)
+	}
+	if st := statusOf(7, unix.WaitStatus(11|0x80)); !st.CoreDumped || st.ExitCode() != 139 {
+		t.Errorf("SIGSEGV with core: got %+v", st)
+	}
+}
+
+func TestLookPath(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "exe")
+	os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755)
+	plain := filepath.Join(dir, "plain")
+	os.WriteFile(plain, []byte("x"), 0o644)
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(other, "plain"), []byte("#!/bin/sh\n"), 0o755)
+	tests := []struct {
+		name, file, path string
+		want             string
+		wantErr          error
+	}{
+		{"found", "exe", dir, exe, nil},
+		{"slash is used as is", "./whatever", dir, "./whatever", nil},
+		{"not found", "missing", dir, "", unix.ENOENT},
+		{"only non-executable", "plain", dir, "", unix.EACCES},
+		{"directory is not executable", "sub", dir, "", unix.EACCES},
+		{"later executable wins over earlier non-executable", "plain", dir + ":" + other, filepath.Join(other, "plain"), nil},
+		{"empty file name", "", dir, "", unix.ENOENT},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := lookPath(tt.file, tt.path)
+			if got != tt.want || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("lookPath(%q) = %q, %v; want %q, %v", tt.file, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	r := NewReaper(nil)
+	defer r.Close()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "plain"), []byte("x"), 0o644)
+	tests := []struct {
+		argv []string
+		want int
+	}{
+		{[]string{"sidesync-no-such-command"}, ExitNotFound},
+		{[]string{filepath.Join(dir, "missing")}, ExitNotFound},
+		{[]string{filepath.Join(dir, "plain")}, ExitNotExecutable},
+		{[]string{dir}, ExitNotExecutable},
+		{nil, ExitNotFound},
+	}
+	for _, tt := range tests {
+		_, err := r.Start(tt.argv, Options{})
+		var se *StartError
+		if !errors.As(err, &se) || se.Code != tt.want {
+			t.Errorf("Start(%q) = %v, want a StartError with code %d", tt.argv, err, tt.want)
+		}
+	}
+}
+
+// TestStartAndReap starts real processes through the Reaper and gets their statuses.
+func TestStartAndReap(t *testing.T) {
+	r := NewReaper(nil)
+	defer r.Close()
+	tests := []struct {
+		script string
+		want   int
+	}{
+		{"exit 0", 0},
+		{"exit 42", 42},
+		{"kill -TERM $$", 143},
+		{"kill -KILL $$", 137},
+	}
+	for _, tt := range tests {
+		p, err := r.Start([]string{"/bin/sh", "-c", tt.script}, Options{NewGroup: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := <-p.Done(); st.ExitCode() != tt.want || st.Pid != p.Pid {
+			t.Errorf("%q: got %+v (exit %d), want exit %d", tt.script, st, st.ExitCode(), tt.want)
+		}
+	}
+}
+
+// TestSignalForwarding signals a started process, and its group.
+func TestSignalForwarding(t *testing.T) {
+	r := NewReaper(nil)
+	defer r.Close()
+	for _, group := range []bool{false, true} {
+		// "exec sleep" so that the signalled process is the one waited for.
+		p, err := r.Start([]string{"/bin/sh", "-c", "exec sleep 60"}, Options{NewGroup: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Signal(syscall.SIGTERM, group); err != nil {
+			t.Fatalf("Signal: %v", err)
+		}
+		if st := <-p.Done(); st.Signal != syscall.SIGTERM {
+			t.Errorf("group=%v: got %+v, want killed by SIGTERM", group, st)
+		}
+		if err := p.Signal(syscall.SIGTERM, false); err == nil {
+			t.Error("signalling a reaped process succeeded")
+		}
+	}
+}
