@@ -94,10 +94,13 @@ func Quit(ctx context.Context, c Call, o QuitOptions) (QuitResult, error) {
 	}
 	res, retry, err := q.attempt(ctx)
 	for d := range backoff.Delays(nil) {
-		if !retry || !sleep(ctx, d) {
+		if !retry {
 			break
 		}
 		q.log.Info("quit attempt failed, retrying", "url", q.url(), "attempt", q.attempts, "err", err, "in", d)
+		if !sleep(ctx, d) {
+			break
+		}
 		prev := err
 		res, retry, err = q.attempt(ctx)
 		if err != nil && ended(ctx) {

@@ -28,7 +28,7 @@ func newParser(mode Mode, lookupEnv func(string) (string, bool)) *parser {
 }
 
 // env returns a variable's value; an empty value counts as unset, as Kubernetes manifests often
-// carry "name: X, value: ''" to switch something off.
+// carry "name: X, value: ”" to switch something off.
 func (p *parser) env(name string) (string, bool) {
 	v, ok := p.lookupEnv(name)
 	if !ok || strings.TrimSpace(v) == "" {
