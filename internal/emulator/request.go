@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/sidesync/sidesync/internal/httpc"
 )
 
 // Limits of the hand-written server. They bound memory per connection; an
@@ -136,7 +138,7 @@ func parseRequestLine(req *Request, line string) error {
 		return refuse(400, "malformed request line")
 	}
 	req.Method, req.Target, req.Proto = parts[0], parts[1], parts[2]
-	if !isToken(req.Method) {
+	if !httpc.IsToken(req.Method) {
 		return refuse(400, "malformed method")
 	}
 	if req.Target == "" || req.Target[0] != '/' || !isVisible(req.Target) {
@@ -157,7 +159,7 @@ func parseRequestLine(req *Request, line string) error {
 // rejected, which also rejects obsolete line folding (RFC 9112 §5.1, §5.2).
 func parseField(line string) (Field, error) {
 	name, value, ok := strings.Cut(line, ":")
-	if !ok || !isToken(name) {
+	if !ok || !httpc.IsToken(name) {
 		return Field{}, refuse(400, "malformed header field")
 	}
 	value = strings.Trim(value, " \t")
@@ -205,21 +207,6 @@ func framing(req *Request) error {
 		req.contentLength = n
 	}
 	return nil
-}
-
-// isToken reports whether s is a non-empty RFC 9110 §5.6.2 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		if !alnum && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
-			return false
-		}
-	}
-	return true
 }
 
 // isVisible reports whether s holds only visible US-ASCII characters.

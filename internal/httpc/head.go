@@ -118,7 +118,7 @@ func parseStatusLine(line []byte) (*Response, error) {
 func parseField(line []byte) (Header, error) {
 	s := string(line)
 	name, value, ok := strings.Cut(s, ":")
-	if !ok || !isToken(name) {
+	if !ok || !IsToken(name) {
 		return Header{}, fmt.Errorf("malformed header line %q", clip(s))
 	}
 	value = strings.Trim(value, " \t")

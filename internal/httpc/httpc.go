@@ -75,7 +75,7 @@ func Do(ctx context.Context, req *Request, bodyLimit int) (*Response, error) {
 	switch {
 	case e.method == "":
 		e.method = "GET"
-	case !isToken(e.method):
+	case !IsToken(e.method):
 		e.method = "" // keep a CR or LF out of log lines; the cause quotes it
 	}
 	out, err := buildRequest(req)

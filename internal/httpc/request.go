@@ -26,7 +26,7 @@ func buildRequest(req *Request) (outgoing, error) {
 	if method == "" {
 		method = "GET"
 	}
-	if !isToken(method) {
+	if !IsToken(method) {
 		return outgoing{}, fmt.Errorf("invalid method %q", method)
 	}
 	addr, target, err := checkURL(req)
@@ -162,7 +162,7 @@ func validHost(h string) bool {
 }
 
 func checkHeader(h Header) error {
-	if !isToken(h.Name) {
+	if !IsToken(h.Name) {
 		return fmt.Errorf("invalid header name %q", h.Name)
 	}
 	for _, r := range reservedHeaders {
@@ -178,8 +178,9 @@ func checkHeader(h Header) error {
 	return nil
 }
 
-// isToken reports whether s is an RFC 9110 token, the syntax of methods and field names.
-func isToken(s string) bool {
+// IsToken reports whether s is an RFC 9110 token, the syntax of methods and field names. The
+// emulator's server uses it too.
+func IsToken(s string) bool {
 	if s == "" {
 		return false
 	}
