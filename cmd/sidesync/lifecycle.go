@@ -66,6 +66,12 @@ func (a *app) lifecycle() int {
 		a.quitPhase(false)
 		return code
 	}
+	if sig, ok := a.pendingStop(); ok {
+		a.log.Warn("not starting the command", "signal", child.SignalName(sig))
+		a.sum.outcome = "received " + child.SignalName(sig) + " before the command started"
+		a.quitPhase(false)
+		return 128 + int(sig)
+	}
 	st, err := a.runCommand()
 	if err != nil {
 		var se *child.StartError
@@ -163,6 +169,21 @@ func (a *app) waitReady() error {
 			}
 		case err := <-done:
 			return err
+		}
+	}
+}
+
+// pendingStop reports a stopping signal that arrived after the wait ended and before the
+// command started (other signals are dropped, as while waiting).
+func (a *app) pendingStop() (syscall.Signal, bool) {
+	for {
+		select {
+		case s := <-a.sigs:
+			if sig := s.(syscall.Signal); stopsWait(sig) {
+				return sig, true
+			}
+		default:
+			return 0, false
 		}
 	}
 }
