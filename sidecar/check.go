@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -29,13 +30,16 @@ const (
 	// Envoy does only in state LIVE); an Envoy too old to have /ready answers 404, and then
 	// GET <URL>/server_info must report "state": "LIVE" (sidecar-protocols.md 1.3, 1.4).
 	EnvoyAdmin
+	// TCP is ready once URL's host and port (tcp://HOST:PORT) accept a connection.
+	TCP
 )
 
 // Check describes how to tell whether a sidecar is ready.
 type Check struct {
 	Kind   CheckKind
-	URL    string // http:// URL; for EnvoyAdmin the admin base, e.g. http://127.0.0.1:15000
+	URL    string // http:// URL; for EnvoyAdmin the admin base, e.g. http://127.0.0.1:15000; tcp://HOST:PORT for TCP
 	Method string // HTTPStatus only; empty means GET
+	Status int    // HTTPStatus only: the one status that means ready; zero means any 2xx
 	Header []Header
 }
 
@@ -70,8 +74,10 @@ func (p *prober) probe(ctx context.Context) ProbeResult {
 	switch p.check.Kind {
 	case EnvoyAdmin:
 		r = p.probeEnvoy(ctx)
+	case TCP:
+		r = probeTCP(ctx, p.check.URL)
 	default:
-		r = probeStatus(ctx, p.check.URL, p.check.Method, p.check.Header)
+		r = probeStatus(ctx, p.check.URL, p.check.Method, p.check.Status, p.check.Header)
 	}
 	r.Took = time.Since(start)
 	return r
@@ -79,7 +85,7 @@ func (p *prober) probe(ctx context.Context) ProbeResult {
 
 func (p *prober) probeEnvoy(ctx context.Context) ProbeResult {
 	if !p.serverInfo {
-		r := probeStatus(ctx, joinPath(p.check.URL, "ready"), "GET", p.check.Header)
+		r := probeStatus(ctx, joinPath(p.check.URL, "ready"), "GET", 0, p.check.Header)
 		if r.StatusCode != 404 {
 			return r
 		}
@@ -88,14 +94,14 @@ func (p *prober) probeEnvoy(ctx context.Context) ProbeResult {
 	return probeServerInfo(ctx, joinPath(p.check.URL, "server_info"), p.check.Header)
 }
 
-// probeStatus is ready on any 2xx answer.
-func probeStatus(ctx context.Context, rawURL, method string, h []Header) ProbeResult {
-	r, _ := probeHTTP(ctx, rawURL, method, h)
+// probeStatus is ready on the status wanted, or any 2xx when want is zero.
+func probeStatus(ctx context.Context, rawURL, method string, want int, h []Header) ProbeResult {
+	r, _ := probeHTTP(ctx, rawURL, method, want, h)
 	return r
 }
 
 // probeHTTP is probeStatus that also returns the answer, if any.
-func probeHTTP(ctx context.Context, rawURL, method string, h []Header) (ProbeResult, *httpc.Response) {
+func probeHTTP(ctx context.Context, rawURL, method string, want int, h []Header) (ProbeResult, *httpc.Response) {
 	r := ProbeResult{URL: rawURL}
 	resp, err := send(ctx, method, rawURL, h)
 	if err != nil {
@@ -103,7 +109,7 @@ func probeHTTP(ctx context.Context, rawURL, method string, h []Header) (ProbeRes
 		return r, nil
 	}
 	r.StatusCode, r.Body = resp.StatusCode, excerpt(resp.Body)
-	if resp.StatusCode/100 != 2 {
+	if resp.StatusCode/100 != 2 && want == 0 || want != 0 && resp.StatusCode != want {
 		r.Err = &StatusError{Code: resp.StatusCode, Status: resp.Status, Body: r.Body}
 		return r, resp
 	}
@@ -113,7 +119,7 @@ func probeHTTP(ctx context.Context, rawURL, method string, h []Header) (ProbeRes
 
 // probeServerInfo is ready when Envoy's /server_info reports state LIVE.
 func probeServerInfo(ctx context.Context, rawURL string, h []Header) ProbeResult {
-	r, resp := probeHTTP(ctx, rawURL, "GET", h)
+	r, resp := probeHTTP(ctx, rawURL, "GET", 0, h)
 	if !r.Ready {
 		return r
 	}
@@ -128,6 +134,25 @@ func probeServerInfo(ctx context.Context, rawURL string, h []Header) ProbeResult
 	if info.State != "LIVE" {
 		r.Ready, r.Err = false, fmt.Errorf("server_info: state %s", strconv.Quote(info.State))
 	}
+	return r
+}
+
+// probeTCP is ready when the address accepts a connection.
+func probeTCP(ctx context.Context, rawURL string) ProbeResult {
+	r := ProbeResult{URL: rawURL}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		r.Err = fmt.Errorf("connect %s: %w", u.Host, err)
+		return r
+	}
+	c.Close()
+	r.Ready = true
 	return r
 }
 

@@ -28,6 +28,8 @@ type Call struct {
 	// Alternates are tried in order when URL refuses the connection (nothing listens there):
 	// for example Envoy's own admin when Istio's agent port is absent.
 	Alternates []string
+	// Hints explain known failures in the sidecar's terms (Linkerd's disabled /shutdown, say).
+	Hints []Hint
 }
 
 // EnvoyQuit returns the call that asks the Envoy whose admin base URL is admin to quit,
@@ -67,11 +69,16 @@ type QuitError struct {
 	URL      string
 	Attempts int
 	Took     time.Duration
-	Err      error // the last attempt's error, e.g. a *StatusError
+	Err      error  // the last attempt's error, e.g. a *StatusError
+	Hint     string // what probably fixes it, from Call.Hints; "" if nothing is known
 }
 
 func (e *QuitError) Error() string {
-	return fmt.Sprintf("quit %s failed after %d attempts in %v: %v", e.URL, e.Attempts, logfmt.Round(e.Took), e.Err)
+	s := fmt.Sprintf("quit %s failed after %d attempts in %v: %v", e.URL, e.Attempts, logfmt.Round(e.Took), e.Err)
+	if e.Hint != "" {
+		s += " (" + e.Hint + ")"
+	}
+	return s
 }
 
 func (e *QuitError) Unwrap() error { return e.Err }
@@ -109,9 +116,21 @@ func Quit(ctx context.Context, c Call, o QuitOptions) (QuitResult, error) {
 	}
 	res.Attempts, res.Took = q.attempts, time.Since(start)
 	if err != nil {
-		return res, &QuitError{URL: q.url(), Attempts: q.attempts, Took: res.Took, Err: err}
+		return res, &QuitError{URL: q.url(), Attempts: q.attempts, Took: res.Took, Err: err, Hint: q.hint(err)}
 	}
 	return res, nil
+}
+
+// hint finds the explanation of a failure among the call's hints.
+func (q *quitter) hint(err error) string {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return hintFor(q.call.Hints, se.Code, se.Body, false)
+	}
+	if httpc.Refused(err) {
+		return hintFor(q.call.Hints, 0, "", true)
+	}
+	return ""
 }
 
 // quitter is the state of one Quit call.

@@ -36,14 +36,19 @@ func (a *app) demo() int {
 		a.log.Error("cannot start the emulated Envoy", "err", err)
 		return exitSoftware
 	}
-	a.cfg.Disabled, a.cfg.Wait, a.cfg.TerminationLog = false, true, ""
-	a.cfg.Ready = sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: "http://" + addr}
-	a.cfg.Quit = []sidecar.Call{sidecar.EnvoyQuit("http://" + addr)}
+	a.cfg.Disabled, a.cfg.Detect, a.cfg.Wait, a.cfg.TerminationLog = false, false, true, ""
+	a.cfg.Sidecars = []sidecar.Sidecar{emulatedEnvoy("http://" + addr)}
 	a.cfg.Command = []string{self, "demo-job"}
 	code := a.lifecycle()
 	a.awaitEmulator(em)
 	a.finish(code)
 	return code
+}
+
+// emulatedEnvoy is the demo's sidecar: an Envoy admin at admin.
+func emulatedEnvoy(admin string) sidecar.Sidecar {
+	q := sidecar.EnvoyQuit(admin)
+	return sidecar.Sidecar{Name: "envoy", Ready: &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: admin}, Quit: &q}
 }
 
 // startEmulator starts "sidesync emulate envoy" and returns it with its address once known;

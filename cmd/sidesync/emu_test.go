@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,9 +11,10 @@ import (
 // emu is an emulated Envoy ("sidesync emulate envoy") running as a real process, with the event
 // lines it printed.
 type emu struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	addr string
+	t     *testing.T
+	cmd   *exec.Cmd
+	addr  string            // the main listener's address
+	addrs map[string]string // every listener's address by name
 
 	mu      sync.Mutex
 	events  []event
@@ -29,8 +31,15 @@ type event struct {
 // startEmu starts an emulated Envoy with the given knobs and waits until it reports its address.
 func startEmu(t *testing.T, knobs ...string) *emu {
 	t.Helper()
-	e := &emu{t: t, changed: make(chan struct{})}
-	e.cmd = exec.Command(bin.sidesync, append([]string{"emulate", "envoy"}, knobs...)...)
+	return startProfile(t, "envoy", knobs...)
+}
+
+// startProfile starts the emulated sidecar of a profile and waits until it reports the
+// addresses of its listeners.
+func startProfile(t *testing.T, profile string, knobs ...string) *emu {
+	t.Helper()
+	e := &emu{t: t, changed: make(chan struct{}), addrs: make(map[string]string)}
+	e.cmd = exec.Command(bin.sidesync, append([]string{"emulate", profile}, knobs...)...)
 	e.cmd.Env = testEnv(nil)
 	stdout, err := e.cmd.StdoutPipe()
 	if err != nil {
@@ -57,7 +66,26 @@ func startEmu(t *testing.T, knobs ...string) *emu {
 		e.mu.Unlock()
 	}()
 	e.addr = e.await("address", anyEvent)["addr"]
+	e.awaitOther("address") // every address line comes before any other event
+	e.mu.Lock()
+	for _, ev := range e.events {
+		if ev.name == "address" {
+			e.addrs[ev.fields["name"]] = ev.fields["addr"]
+		}
+	}
+	e.mu.Unlock()
 	return e
+}
+
+// port returns the port of the named listener.
+func (e *emu) port(listener string) string {
+	e.t.Helper()
+	addr, ok := e.addrs[listener]
+	if !ok {
+		e.t.Fatalf("emulator has no listener %q (has %v)", listener, e.addrs)
+	}
+	_, port, _ := strings.Cut(addr, ":")
+	return port
 }
 
 func (e *emu) notify() {
@@ -89,6 +117,28 @@ func (e *emu) await(name string, match func(map[string]string) bool) map[string]
 		case <-changed:
 		case <-deadline:
 			e.t.Fatalf("no emulator event %q within %v", name, guard)
+		}
+	}
+}
+
+// awaitOther waits for the first event not named name.
+func (e *emu) awaitOther(name string) {
+	e.t.Helper()
+	deadline := time.After(guard)
+	for {
+		e.mu.Lock()
+		changed := e.changed
+		for _, ev := range e.events {
+			if ev.name != name {
+				e.mu.Unlock()
+				return
+			}
+		}
+		e.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline:
+			e.t.Fatalf("no emulator event after %q within %v", name, guard)
 		}
 	}
 }

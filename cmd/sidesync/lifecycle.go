@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/sidesync/sidesync/internal/child"
 	"github.com/sidesync/sidesync/internal/config"
-	"github.com/sidesync/sidesync/sidecar"
 )
 
 // forwarded are the signals passed on to the command: an explicit list, so that the Go
@@ -44,6 +42,7 @@ type app struct {
 	log                   *slog.Logger
 	stdin, stdout, stderr *os.File
 	start                 time.Time
+	lookupEnv             func(string) (string, bool)
 	sigs                  chan os.Signal
 	reaper                *child.Reaper
 	sum                   summary
@@ -62,6 +61,7 @@ func (a *app) run() int {
 
 // lifecycle waits, runs the command and quits, and returns the exit code.
 func (a *app) lifecycle() int {
+	a.resolve()
 	if code, ok := a.waitPhase(); !ok {
 		a.quitPhase(false)
 		return code
@@ -108,7 +108,7 @@ func (a *app) startReaper() {
 	}
 }
 
-// waitPhase waits for the sidecar unless told not to. It reports false with the exit code
+// waitPhase waits for the sidecars unless told not to. It reports false with the exit code
 // when sidesync must stop without running the command.
 func (a *app) waitPhase() (int, bool) {
 	switch {
@@ -116,75 +116,26 @@ func (a *app) waitPhase() (int, bool) {
 		a.sum.sidecar = "disabled"
 		return 0, true
 	case !a.cfg.Wait:
-		a.log.Info("not waiting for the sidecar", "url", a.cfg.Ready.URL)
+		a.log.Info("not waiting for the sidecars", "sidecars", len(a.cfg.Sidecars))
 		a.sum.sidecar = "not waited for"
 		return 0, true
 	}
-	err := a.waitReady()
+	err := a.waitAll()
 	var se *signalError
 	switch {
 	case err == nil:
 		return 0, true
 	case errors.As(err, &se):
-		a.log.Warn("stopped waiting for the sidecar", "signal", child.SignalName(se.sig))
+		a.log.Warn("stopped waiting for the sidecars", "signal", child.SignalName(se.sig))
 		a.sum.outcome = se.Error() + " while waiting"
 		return 128 + int(se.sig), false
 	case a.cfg.StartAnyway:
-		a.log.Warn("starting the command without the sidecar", "err", err)
+		a.log.Warn("starting the command without the sidecars", "err", err)
 		return 0, true
 	default:
-		a.log.Error("the sidecar never became ready; not starting the command", "err", err, "exit", exitUnavailable)
+		a.log.Error("a sidecar never became ready; not starting the command", "err", err, "exit", exitUnavailable)
 		a.sum.outcome = "sidecar never became ready"
 		return exitUnavailable, false
-	}
-}
-
-// waitReady runs the wait while watching for signals that end it.
-func (a *app) waitReady() error {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	a.log.Info("waiting for the sidecar", "url", a.cfg.Ready.URL, "policy", a.cfg.Backoff.String(), "timeout", a.cfg.Timeout)
-	done := make(chan error, 1)
-	go func() {
-		res, err := sidecar.WaitReady(ctx, a.cfg.Ready, sidecar.WaitOptions{
-			Backoff: a.cfg.Backoff, Timeout: a.cfg.Timeout, ProbeTimeout: a.cfg.ProbeTimeout, Logger: a.log,
-		})
-		a.sum.waited, a.sum.probes = res.Waited, res.Probes
-		if err == nil {
-			a.sum.sidecar = "ready"
-			a.log.Info("sidecar ready", "url", res.Last.URL, "waited", res.Waited, "probes", res.Probes)
-		} else {
-			a.sum.sidecar = "not ready"
-		}
-		done <- err
-	}()
-	for {
-		select {
-		case s := <-a.sigs:
-			sig := s.(syscall.Signal)
-			if stopsWait(sig) {
-				cancel(&signalError{sig})
-			} else {
-				a.log.Info("ignoring signal: the command has not started", "signal", child.SignalName(sig))
-			}
-		case err := <-done:
-			return err
-		}
-	}
-}
-
-// pendingStop reports a stopping signal that arrived after the wait ended and before the
-// command started (other signals are dropped, as while waiting).
-func (a *app) pendingStop() (syscall.Signal, bool) {
-	for {
-		select {
-		case s := <-a.sigs:
-			if sig := s.(syscall.Signal); stopsWait(sig) {
-				return sig, true
-			}
-		default:
-			return 0, false
-		}
 	}
 }
 

@@ -102,7 +102,7 @@ func TestProbeFailureModes(t *testing.T) {
 			if r.code != 69 {
 				t.Errorf("exit code %d, want 69; stderr:\n%s", r.code, r.stderr)
 			}
-			mustContain(t, r.stderr, "the sidecar never became ready", tt.wantLog)
+			mustContain(t, r.stderr, "a sidecar never became ready", tt.wantLog)
 		})
 	}
 }
@@ -114,7 +114,7 @@ func TestQuitFailureModes(t *testing.T) {
 		behaviour string
 		wantLog   []string
 	}{
-		{"ok", []string{"sidecar quit url=", "status=200"}},
+		{"ok", []string{"sidecar quit sidecar=envoy url=", "status=200"}},
 		{"reset", []string{"closed the connection after the request"}},
 		{"eof", []string{"closed the connection after the request"}},
 		{"500", []string{"sidecar quit failed", "500 Internal Server Error: internal error", "after 4 attempts"}},

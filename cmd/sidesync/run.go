@@ -57,7 +57,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdin, stdout, st
 	for _, n := range cfg.Notes {
 		log.Log(context.Background(), n.Level, n.Msg)
 	}
-	a := &app{cfg: cfg, log: log, stdin: stdin, stdout: stdout, stderr: stderr, start: start}
+	a := &app{cfg: cfg, log: log, stdin: stdin, stdout: stdout, stderr: stderr, start: start, lookupEnv: lookupEnv}
 	switch cfg.Mode {
 	case config.ModeWait:
 		return a.waitOnly()
@@ -65,6 +65,8 @@ func run(args []string, lookupEnv func(string) (string, bool), stdin, stdout, st
 		return a.quitOnly()
 	case config.ModeDemo:
 		return a.demo()
+	case config.ModeCheck:
+		return a.check()
 	default:
 		return a.run()
 	}
@@ -76,7 +78,7 @@ func subcommand(args []string) (string, []string) {
 		return string(config.ModeRun), args
 	}
 	switch args[0] {
-	case "wait", "quit", "demo", "version", "help", "emulate", "demo-job":
+	case "wait", "quit", "check", "demo", "version", "help", "emulate", "demo-job":
 		return args[0], args[1:]
 	case "--version", "-version":
 		return "version", nil

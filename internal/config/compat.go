@@ -38,7 +38,7 @@ func (p *parser) anyEnv(names []string) bool {
 
 // explicitSidecar reports whether a flag or SIDESYNC_* variable says which sidecar to use.
 func (p *parser) explicitSidecar() bool {
-	return p.given(flagAdmin) || p.given(flagReadyURL) || p.given(flagQuitURL) || p.given(flagDisabled)
+	return p.given(flagAdmin) || p.given(flagReadyURL) || p.given(flagQuitURL) || p.given(flagDisabled) || p.given(flagSidecar)
 }
 
 // applyArticle maps the article's contract: PROXY=true turns waiting and quitting on;
@@ -69,8 +69,9 @@ func (p *parser) applyArticle() {
 	}
 	if hasEndpoint {
 		p.setDefault(flagAdmin, "proxyEndpoint", endpoint)
-	} else if !p.given(flagAdmin) {
+	} else if !p.explicitSidecar() {
 		p.note(slog.LevelInfo, "PROXY=true without proxyEndpoint: using Envoy's admin at %s, as in the article", DefaultAdmin)
+		p.setDefault(flagAdmin, "PROXY", DefaultAdmin)
 	}
 	if !hasInterval && !hasRetries {
 		return // sidesync's own fast policy
@@ -140,9 +141,9 @@ func (p *parser) applyScuttle() {
 	}
 	if s.adminAPI != "" {
 		p.setDefault(flagAdmin, "ENVOY_ADMIN_API", s.adminAPI)
-	} else if !p.explicitSidecar() {
-		p.note(slog.LevelInfo, "scuttle's variables are set but ENVOY_ADMIN_API is not: not waiting for Envoy (as scuttle)")
-		p.setDefault(flagNoWait, "ENVOY_ADMIN_API", "true")
+	} else if !p.explicitSidecar() && len(s.generic) == 0 {
+		p.note(slog.LevelInfo, "scuttle's variables are set but ENVOY_ADMIN_API is not: no sidecar to wait for or quit (as scuttle)")
+		p.setDefault(flagDisabled, "ENVOY_ADMIN_API", "true")
 	}
 	if s.startWithout {
 		p.setDefault(flagNoWait, "START_WITHOUT_ENVOY", "true")
@@ -202,17 +203,16 @@ func (p *parser) scuttleQuit(s scuttle) {
 	if p.given(flagQuitURL) {
 		return
 	}
-	calls := []sidecar.Call{}
+	p.compatQuit = &compatQuit{}
 	for _, u := range s.generic {
 		p.requireLoopback("GENERIC_QUIT_ENDPOINTS", u)
-		calls = append(calls, sidecar.Call{URL: u})
+		p.compatQuit.extra = append(p.compatQuit.extra, sidecar.Call{URL: u})
 	}
 	if !s.genericOnly && !s.neverKill && s.adminAPI != "" {
 		if c, ok := p.scuttleIstioQuit(s); ok {
-			calls = append(calls, c)
+			p.compatQuit.main = &c
 		}
 	}
-	p.quitCalls = calls
 	p.source[flagQuitURL] = "scuttle's quit settings"
 }
 

@@ -19,34 +19,36 @@ func TestArticleContract(t *testing.T) {
 		env  []string
 		want view
 	}{
-		{"PROXY=true with endpoint", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:15000/"}, with(func(v *view) {
-			v.Ready.URL = "http://127.0.0.1:15000/"
-			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:15000/quitquitquit"}}
-		})},
-		{"PROXY=true without endpoint uses OSM's admin", nil, []string{"PROXY=true"}, defaults()},
+		{"PROXY=true with endpoint", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:15000/"}, with(envoyAt("http://127.0.0.1:15000/"))},
+		{"PROXY=true without endpoint uses OSM's admin", nil, []string{"PROXY=true"}, with(envoyAt("http://127.0.0.1:15000"))},
 		{"interval and maxRetries give Polly's policy", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:9901/", "interval=1", "maxRetries=5"}, with(func(v *view) {
 			envoyAt("http://127.0.0.1:9901/")(v)
-			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:9901/quitquitquit"}}
 			v.Backoff = "decorrelated jitter (Polly V2), median first delay 1s, 5 retries"
 			v.Timeout, v.MaxRetries = 0, 5
 		})},
 		{"interval alone keeps the default timeout", nil, []string{"PROXY=true", "interval=2"}, with(func(v *view) {
+			envoyAt(DefaultAdmin)(v)
 			v.Backoff = "decorrelated jitter (Polly V2), median first delay 2s"
 		})},
 		{"maxRetries alone uses a 1s median", nil, []string{"PROXY=true", "maxRetries=3"}, with(func(v *view) {
+			envoyAt(DefaultAdmin)(v)
 			v.Backoff = "decorrelated jitter (Polly V2), median first delay 1s, 3 retries"
 			v.Timeout, v.MaxRetries = 0, 3
 		})},
 		{"interval=0 with retries is Polly's zero median", nil, []string{"PROXY=true", "interval=0", "maxRetries=2"}, with(func(v *view) {
+			envoyAt(DefaultAdmin)(v)
 			v.Backoff = "decorrelated jitter (Polly V2), median first delay 0s, 2 retries"
 			v.Timeout, v.MaxRetries = 0, 2
 		})},
-		{"PROXY=false", nil, []string{"PROXY=false", "proxyEndpoint=http://127.0.0.1:15000/"}, with(func(v *view) { v.Disabled = true })},
-		{"PROXY unset with the article's other variables", nil, []string{"proxyEndpoint=http://127.0.0.1:15000/", "interval=1"}, with(func(v *view) { v.Disabled = true })},
-		{"PROXY=True is not true", nil, []string{"PROXY=True"}, with(func(v *view) { v.Disabled = true })},
+		{"PROXY=false", nil, []string{"PROXY=false", "proxyEndpoint=http://127.0.0.1:15000/"}, with(disabled)},
+		{"PROXY unset with the article's other variables", nil, []string{"proxyEndpoint=http://127.0.0.1:15000/", "interval=1"}, with(disabled)},
+		{"PROXY=True is not true", nil, []string{"PROXY=True"}, with(disabled)},
 		{"explicit settings beat PROXY=false", []string{"--admin", "http://127.0.0.1:19000"}, []string{"PROXY=false"}, with(envoyAt("http://127.0.0.1:19000"))},
 		{"SIDESYNC_ beats proxyEndpoint", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:1/", "SIDESYNC_ADMIN=http://127.0.0.1:2"}, with(envoyAt("http://127.0.0.1:2"))},
-		{"flags beat interval", []string{"--backoff=constant", "--interval=50ms"}, []string{"PROXY=true", "interval=1"}, with(func(v *view) { v.Backoff = "constant 50ms" })},
+		{"flags beat interval", []string{"--backoff=constant", "--interval=50ms"}, []string{"PROXY=true", "interval=1"}, with(func(v *view) {
+			envoyAt(DefaultAdmin)(v)
+			v.Backoff = "constant 50ms"
+		})},
 		{"lowercase proxy alone changes nothing", nil, []string{"proxy=true"}, defaults()},
 	}
 	for _, tt := range tests {
@@ -62,70 +64,69 @@ func TestArticleContract(t *testing.T) {
 	}
 }
 
+func disabled(v *view) { v.Disabled, v.Detect = true, false }
+
 // TestScuttleContract covers every scuttle variable (redboxllc and kvij), minus its bugs.
 func TestScuttleContract(t *testing.T) {
 	istio := "http://127.0.0.1:15000"
 	agentQuit := sidecar.Call{URL: "http://127.0.0.1:15020/quitquitquit", Alternates: []string{"http://127.0.0.1:15000/quitquitquit"}}
+	envoyQuitting := func(admin string, c *sidecar.Call) sidecar.Sidecar {
+		return sidecar.Sidecar{Name: "envoy", Ready: &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: admin}, Quit: c}
+	}
+	istioSC := envoyQuitting(istio, &agentQuit)
 	tests := []struct {
 		name string
 		env  []string
 		want view
 	}{
-		{"ENVOY_ADMIN_API on 15000 quits Istio's agent, Envoy if absent", []string{"ENVOY_ADMIN_API=" + istio}, with(func(v *view) {
-			v.Quit = []sidecar.Call{agentQuit}
-		})},
-		{"ENVOY_ADMIN_API elsewhere quits Envoy", []string{"ENVOY_ADMIN_API=http://localhost:9901"}, with(func(v *view) {
-			v.Ready.URL = "http://localhost:9901"
-			v.Quit = []sidecar.Call{{URL: "http://localhost:9901/quitquitquit"}}
-		})},
-		{"ISTIO_QUIT_API", []string{"ENVOY_ADMIN_API=" + istio, "ISTIO_QUIT_API=http://127.0.0.1:15020"}, with(func(v *view) {
-			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:15020/quitquitquit"}}
-		})},
-		{"GENERIC_QUIT_ENDPOINTS come first", []string{"ENVOY_ADMIN_API=" + istio, "GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:9091/quitquitquit, http://localhost:8200/agent/v1/quit"}, with(func(v *view) {
-			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:9091/quitquitquit"}, {URL: "http://localhost:8200/agent/v1/quit"}, agentQuit}
-		})},
-		{"GENERIC_QUIT_ONLY", []string{"ENVOY_ADMIN_API=" + istio, "GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:9091/quitquitquit", "GENERIC_QUIT_ONLY=true"}, with(func(v *view) {
-			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:9091/quitquitquit"}}
-		})},
-		{"no ENVOY_ADMIN_API: no wait, generic quits only", []string{"GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:9091/quitquitquit"}, with(func(v *view) {
-			v.Wait = false
-			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:9091/quitquitquit"}}
-		})},
+		{"ENVOY_ADMIN_API on 15000 quits Istio's agent, Envoy if absent", []string{"ENVOY_ADMIN_API=" + istio}, with(sidecars(istioSC))},
+		{"ENVOY_ADMIN_API elsewhere quits Envoy", []string{"ENVOY_ADMIN_API=http://localhost:9901"}, with(envoyAt("http://localhost:9901"))},
+		{"ISTIO_QUIT_API", []string{"ENVOY_ADMIN_API=" + istio, "ISTIO_QUIT_API=http://127.0.0.1:15020"}, with(sidecars(
+			envoyQuitting(istio, &sidecar.Call{URL: "http://127.0.0.1:15020/quitquitquit"})))},
+		{"GENERIC_QUIT_ENDPOINTS", []string{"ENVOY_ADMIN_API=" + istio, "GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:9091/quitquitquit, http://localhost:8200/agent/v1/quit"}, with(sidecars(
+			istioSC, quitOnly("127.0.0.1:9091", "http://127.0.0.1:9091/quitquitquit"), quitOnly("localhost:8200", "http://localhost:8200/agent/v1/quit")))},
+		{"GENERIC_QUIT_ONLY", []string{"ENVOY_ADMIN_API=" + istio, "GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:9091/quitquitquit", "GENERIC_QUIT_ONLY=true"}, with(sidecars(
+			envoyQuitting(istio, nil), quitOnly("127.0.0.1:9091", "http://127.0.0.1:9091/quitquitquit")))},
+		{"no ENVOY_ADMIN_API: generic quits only", []string{"GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:9091/quitquitquit"}, with(sidecars(
+			quitOnly("127.0.0.1:9091", "http://127.0.0.1:9091/quitquitquit")))},
+		{"no ENVOY_ADMIN_API and nothing to quit: no sidecar", []string{"SCUTTLE_LOGGING=true"}, with(disabled)},
 		{"START_WITHOUT_ENVOY", []string{"ENVOY_ADMIN_API=" + istio, "START_WITHOUT_ENVOY=true"}, with(func(v *view) {
+			sidecars(istioSC)(v)
 			v.Wait = false
-			v.Quit = []sidecar.Call{agentQuit}
 		})},
 		{"WAIT_FOR_ENVOY_TIMEOUT starts anyway", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=30s"}, with(func(v *view) {
-			v.Quit, v.Timeout, v.StartAnyway = []sidecar.Call{agentQuit}, 30*time.Second, true
+			sidecars(istioSC)(v)
+			v.Timeout, v.StartAnyway = 30*time.Second, true
 		})},
 		{"WAIT_FOR_ENVOY_TIMEOUT=0 waits forever", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=0s"}, with(func(v *view) {
-			v.Quit, v.Timeout = []sidecar.Call{agentQuit}, 0
+			sidecars(istioSC)(v)
+			v.Timeout = 0
 		})},
 		{"QUIT_WITHOUT_ENVOY_TIMEOUT fails and wins", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=30s", "QUIT_WITHOUT_ENVOY_TIMEOUT=10s"}, with(func(v *view) {
-			v.Quit, v.Timeout = []sidecar.Call{agentQuit}, 10*time.Second
+			sidecars(istioSC)(v)
+			v.Timeout = 10 * time.Second
 		})},
 		{"NEVER_KILL_ISTIO", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO=true"}, with(func(v *view) {
-			v.Quit, v.QuitPolicy = []sidecar.Call{}, QuitNever
+			sidecars(envoyQuitting(istio, nil))(v)
+			v.QuitPolicy = QuitNever
 		})},
-		{"NEVER_KILL_ISTIO with GENERIC_QUIT_ONLY still quits generic", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO=true", "GENERIC_QUIT_ONLY=true", "GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:1/q"}, with(func(v *view) {
-			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:1/q"}}
-		})},
+		{"NEVER_KILL_ISTIO with GENERIC_QUIT_ONLY still quits generic", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO=true", "GENERIC_QUIT_ONLY=true", "GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:1/q"}, with(sidecars(
+			envoyQuitting(istio, nil), quitOnly("127.0.0.1:1", "http://127.0.0.1:1/q")))},
 		{"NEVER_KILL_ISTIO_ON_FAILURE", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO_ON_FAILURE=true"}, with(func(v *view) {
-			v.Quit, v.QuitPolicy = []sidecar.Call{agentQuit}, QuitOnSuccess
+			sidecars(istioSC)(v)
+			v.QuitPolicy = QuitOnSuccess
 		})},
 		{"QUIT_REQUEST_TIMEOUT", []string{"ENVOY_ADMIN_API=" + istio, "QUIT_REQUEST_TIMEOUT=7s"}, with(func(v *view) {
-			v.Quit, v.QuitReqTime = []sidecar.Call{agentQuit}, 7*time.Second
+			sidecars(istioSC)(v)
+			v.QuitReqTime = 7 * time.Second
 		})},
 		{"SCUTTLE_LOGGING=false", []string{"ENVOY_ADMIN_API=" + istio, "SCUTTLE_LOGGING=false"}, with(func(v *view) {
-			v.Quit, v.LogLevel = []sidecar.Call{agentQuit}, "WARN"
+			sidecars(istioSC)(v)
+			v.LogLevel = "WARN"
 		})},
-		{"non-loopback ENVOY_ADMIN_API waits but does not quit", []string{"ENVOY_ADMIN_API=http://10.0.0.7:15000"}, with(func(v *view) {
-			v.Ready.URL = "http://10.0.0.7:15000"
-			v.Quit = []sidecar.Call{}
-		})},
-		{"ISTIO_FALLBACK_PKILL and BYPASS_SIGURG accepted", []string{"ENVOY_ADMIN_API=" + istio, "ISTIO_FALLBACK_PKILL=true", "BYPASS_SIGURG=false"}, with(func(v *view) {
-			v.Quit = []sidecar.Call{agentQuit}
-		})},
+		{"non-loopback ENVOY_ADMIN_API waits but does not quit", []string{"ENVOY_ADMIN_API=http://10.0.0.7:15000"}, with(sidecars(
+			envoyQuitting("http://10.0.0.7:15000", nil)))},
+		{"ISTIO_FALLBACK_PKILL and BYPASS_SIGURG accepted", []string{"ENVOY_ADMIN_API=" + istio, "ISTIO_FALLBACK_PKILL=true", "BYPASS_SIGURG=false"}, with(sidecars(istioSC))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

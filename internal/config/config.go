@@ -19,10 +19,11 @@ type Mode string
 
 // The modes that take sidecar configuration.
 const (
-	ModeRun  Mode = "run"  // sidesync [flags] -- CMD [ARGS...]
-	ModeWait Mode = "wait" // sidesync wait [flags]
-	ModeQuit Mode = "quit" // sidesync quit [flags]
-	ModeDemo Mode = "demo" // sidesync demo [flags]
+	ModeRun   Mode = "run"   // sidesync [flags] -- CMD [ARGS...]
+	ModeWait  Mode = "wait"  // sidesync wait [flags]
+	ModeQuit  Mode = "quit"  // sidesync quit [flags]
+	ModeDemo  Mode = "demo"  // sidesync demo [flags]
+	ModeCheck Mode = "check" // sidesync check [flags]
 )
 
 // QuitPolicy says when the sidecar is told to quit after the command ends.
@@ -47,6 +48,11 @@ const (
 	DefaultQuitRetries = 3
 	// DefaultTerminationLog is Kubernetes' default terminationMessagePath.
 	DefaultTerminationLog = "/dev/termination-log"
+	// DefaultPodInfoDir is where a downward-API volume with the pod's annotations and labels
+	// is mounted, as in the Kubernetes documentation's example.
+	DefaultPodInfoDir = "/etc/podinfo"
+	// DefaultServiceAccountDir is where Kubernetes mounts the service account's token.
+	DefaultServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 )
 
 // Config is everything sidesync needs to run, validated.
@@ -54,12 +60,18 @@ type Config struct {
 	Mode    Mode
 	Command []string // the command and its arguments (ModeRun)
 
-	Disabled bool            // touch no sidecar at all: just run the command
-	Wait     bool            // wait for readiness before starting the command
-	Ready    sidecar.Check   // what to wait for
-	Quit     []sidecar.Call  // what to call when the command ends
-	Backoff  sidecar.Backoff // delays between probes, retry limit included
-	Timeout  time.Duration   // overall wait limit; zero means none
+	Disabled bool              // touch no sidecar at all: just run the command
+	Wait     bool              // wait for readiness before starting the command
+	Sidecars []sidecar.Sidecar // the sidecars configured; none means Detect
+	Detect   bool              // find the pod's sidecars at start (nothing configured)
+	// PodInfoDir is the downward-API volume with the pod's "annotations" and "labels" files.
+	PodInfoDir string
+	// KubeAPI allows asking the Kubernetes API for the pod, with the service account in
+	// ServiceAccountDir.
+	KubeAPI           bool
+	ServiceAccountDir string
+	Backoff           sidecar.Backoff // delays between probes, retry limit included
+	Timeout           time.Duration   // overall wait limit; zero means none
 	// MaxRetries is the retry limit already applied to Backoff, or -1 for none; kept for logs.
 	MaxRetries   int
 	ProbeTimeout time.Duration

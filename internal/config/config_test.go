@@ -27,8 +27,8 @@ func envOf(pairs ...string) func(string) (string, bool) {
 type view struct {
 	Disabled    bool
 	Wait        bool
-	Ready       sidecar.Check
-	Quit        []sidecar.Call
+	Detect      bool
+	Sidecars    []sidecar.Sidecar
 	Backoff     string
 	Timeout     time.Duration
 	MaxRetries  int
@@ -40,7 +40,7 @@ type view struct {
 
 func viewOf(c *Config) view {
 	return view{
-		Disabled: c.Disabled, Wait: c.Wait, Ready: c.Ready, Quit: c.Quit, Backoff: c.Backoff.String(),
+		Disabled: c.Disabled, Wait: c.Wait, Detect: c.Detect, Sidecars: c.Sidecars, Backoff: c.Backoff.String(),
 		Timeout: c.Timeout, MaxRetries: c.MaxRetries, StartAnyway: c.StartAnyway, QuitPolicy: c.QuitPolicy,
 		QuitReqTime: c.QuitRequestTimeout, LogLevel: c.LogLevel.String(),
 	}
@@ -50,8 +50,7 @@ func viewOf(c *Config) view {
 func defaults() view {
 	return view{
 		Wait:        true,
-		Ready:       sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: "http://127.0.0.1:15000"},
-		Quit:        []sidecar.Call{{URL: "http://127.0.0.1:15000/quitquitquit"}},
+		Detect:      true,
 		Backoff:     "constant 20ms",
 		Timeout:     2 * time.Minute,
 		MaxRetries:  -1,
@@ -67,11 +66,25 @@ func with(f func(*view)) view {
 	return v
 }
 
+// envoy is the sidecar of --admin.
+func envoy(admin string) sidecar.Sidecar {
+	q := sidecar.EnvoyQuit(admin)
+	return sidecar.Sidecar{Name: "envoy", Ready: &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: admin}, Quit: &q}
+}
+
 func envoyAt(admin string) func(*view) {
 	return func(v *view) {
-		v.Ready = sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: admin}
-		v.Quit = []sidecar.Call{sidecar.EnvoyQuit(admin)}
+		v.Detect, v.Sidecars = false, []sidecar.Sidecar{envoy(admin)}
 	}
+}
+
+// sidecars sets the expected sidecars.
+func sidecars(scs ...sidecar.Sidecar) func(*view) {
+	return func(v *view) { v.Detect, v.Sidecars = false, scs }
+}
+
+func quitOnly(name, url string) sidecar.Sidecar {
+	return sidecar.Sidecar{Name: name, Quit: &sidecar.Call{URL: url}}
 }
 
 func TestParse(t *testing.T) {
@@ -83,20 +96,16 @@ func TestParse(t *testing.T) {
 	}{
 		{"defaults", nil, nil, defaults()},
 		{"admin flag", []string{"--admin", "http://localhost:9901"}, nil, with(envoyAt("http://localhost:9901"))},
-		{"admin flag with =", []string{"--admin=http://[::1]:9901/"}, nil, with(func(v *view) {
-			v.Ready.URL = "http://[::1]:9901/"
-			v.Quit = []sidecar.Call{{URL: "http://[::1]:9901/quitquitquit"}}
-		})},
+		{"admin flag with =", []string{"--admin=http://[::1]:9901/"}, nil, with(envoyAt("http://[::1]:9901/"))},
 		{"SIDESYNC_ADMIN", nil, []string{"SIDESYNC_ADMIN=http://127.0.0.1:19000"}, with(envoyAt("http://127.0.0.1:19000"))},
 		{"flag beats SIDESYNC_ variable", []string{"--timeout=5s"}, []string{"SIDESYNC_TIMEOUT=9s"}, with(func(v *view) { v.Timeout = 5 * time.Second })},
 		{"empty variable is unset", nil, []string{"SIDESYNC_TIMEOUT="}, defaults()},
-		{"ready and quit URLs", []string{"--ready-url", "http://127.0.0.1:15021/healthz/ready", "--quit-url", "http://127.0.0.1:15020/quitquitquit", "--quit-url=http://localhost:9091/quitquitquit"}, nil, with(func(v *view) {
-			v.Ready = sidecar.Check{Kind: sidecar.HTTPStatus, URL: "http://127.0.0.1:15021/healthz/ready"}
-			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:15020/quitquitquit"}, {URL: "http://localhost:9091/quitquitquit"}}
-		})},
-		{"quit URL list variable", nil, []string{"SIDESYNC_QUIT_URL=http://127.0.0.1:1/a, http://127.0.0.1:2/b"}, with(func(v *view) {
-			v.Quit = []sidecar.Call{{URL: "http://127.0.0.1:1/a"}, {URL: "http://127.0.0.1:2/b"}}
-		})},
+		{"ready and quit URLs", []string{"--ready-url", "http://127.0.0.1:15021/healthz/ready", "--quit-url", "http://127.0.0.1:15020/quitquitquit", "--quit-url=http://localhost:9091/quitquitquit"}, nil, with(sidecars(
+			sidecar.Sidecar{Name: "sidecar", Ready: &sidecar.Check{Kind: sidecar.HTTPStatus, URL: "http://127.0.0.1:15021/healthz/ready"}, Quit: &sidecar.Call{URL: "http://127.0.0.1:15020/quitquitquit"}},
+			quitOnly("localhost:9091", "http://localhost:9091/quitquitquit")))},
+		{"quit URL list variable", nil, []string{"SIDESYNC_QUIT_URL=http://127.0.0.1:1/a, http://127.0.0.1:2/b"}, with(sidecars(
+			sidecar.Sidecar{Name: "envoy", Quit: &sidecar.Call{URL: "http://127.0.0.1:1/a"}},
+			quitOnly("127.0.0.1:2", "http://127.0.0.1:2/b")))},
 		{"max retries alone lifts the default timeout", []string{"--max-retries", "5"}, nil, with(func(v *view) {
 			v.Backoff, v.Timeout, v.MaxRetries = "constant 20ms, 5 retries", 0, 5
 		})},
@@ -112,11 +121,10 @@ func TestParse(t *testing.T) {
 			v.StartAnyway, v.QuitPolicy, v.LogLevel = true, QuitOnSuccess, "DEBUG"
 		})},
 		{"bool flag forms", []string{"--no-wait", "--disabled=false"}, nil, with(func(v *view) { v.Wait = false })},
-		{"bool variable", nil, []string{"SIDESYNC_DISABLED=TRUE"}, with(func(v *view) { v.Disabled = true })},
+		{"bool variable", nil, []string{"SIDESYNC_DISABLED=TRUE"}, with(func(v *view) { v.Disabled, v.Detect = true, false })},
 		{"remote quit allowed", []string{"--admin", "http://10.0.0.5:15000", "--allow-remote-quit"}, nil, with(envoyAt("http://10.0.0.5:15000"))},
 		{"remote quit irrelevant when disabled", []string{"--admin", "http://10.0.0.5:15000", "--disabled"}, nil, with(func(v *view) {
-			envoyAt("http://10.0.0.5:15000")(v)
-			v.Disabled = true
+			v.Disabled, v.Detect = true, false
 		})},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/sidesync/sidesync/sidecar"
 )
 
 // raw holds the settings as given, before defaults are derived and combinations checked.
@@ -30,10 +32,15 @@ type raw struct {
 	logFormat          string
 	logLevel           string
 	terminationLog     string
+	podInfo            string
+	specs              []spec
+	kubeAPI            bool
+	serviceAccountDir  string
 }
 
 // Flag names, used where one setting refers to another.
 const (
+	flagSidecar      = "sidecar"
 	flagAdmin        = "admin"
 	flagReadyURL     = "ready-url"
 	flagQuitURL      = "quit-url"
@@ -63,13 +70,15 @@ const (
 func newFlagSet(r *raw) *flag.FlagSet {
 	fs := flag.NewFlagSet("sidesync", flag.ContinueOnError)
 	*r = raw{
-		admin: DefaultAdmin, backoff: backoffConstant, interval: 20 * time.Millisecond,
+		backoff: backoffConstant, interval: 20 * time.Millisecond,
 		timeout: DefaultTimeout, maxRetries: -1, probeTimeout: time.Second, onTimeout: "fail",
 		quit: string(QuitAlways), quitTimeout: 10 * time.Second, quitRequestTimeout: 2 * time.Second,
 		quitRetries: DefaultQuitRetries, logFormat: "text", logLevel: "info",
-		terminationLog: DefaultTerminationLog,
+		terminationLog: DefaultTerminationLog, podInfo: DefaultPodInfoDir, kubeAPI: true,
+		serviceAccountDir: DefaultServiceAccountDir,
 	}
-	fs.Var(urlValue{&r.admin}, flagAdmin, "Envoy admin base `URL`: wait until GET <URL>/ready answers 200 (LIVE), quit with POST <URL>/quitquitquit")
+	fs.Var(specValue{&r.specs}, flagSidecar, "a `sidecar` to wait for and quit: a profile ("+strings.Join(sidecar.ProfileNames(), ", ")+"), optionally with overrides, e.g. cloudsql:port=9090 or http:ready=URL,quit=URL; repeatable, or comma-separated")
+	fs.Var(urlValue{&r.admin}, flagAdmin, "Envoy admin base `URL` (OSM: http://127.0.0.1:15000): wait until GET <URL>/ready answers 200 (LIVE), quit with POST <URL>/quitquitquit")
 	fs.Var(urlValue{&r.readyURL}, flagReadyURL, "wait on this `URL` instead (any 2xx answer means ready)")
 	fs.Var(urlListValue{&r.quitURLs}, flagQuitURL, "POST these `URLs` to quit instead (repeat the flag or separate with commas)")
 	fs.Var(boolValue{&r.disabled}, flagDisabled, "touch no sidecar: just run the command (and still reap, forward signals, keep exit codes)")
@@ -91,6 +100,9 @@ func newFlagSet(r *raw) *flag.FlagSet {
 	fs.Var(boolValue{&r.subreaper}, "subreaper", "reap orphaned processes even when not PID 1 (become a child subreaper)")
 	fs.Var(choiceValue{&r.logFormat, []string{"text", "json"}}, "log-format", "log format on stderr: `text` or json")
 	fs.Var(choiceValue{&r.logLevel, []string{"debug", "info", "warn", "error"}}, flagLogLevel, "least important log `level` shown: debug, info, warn or error")
+	fs.Var(stringValue{&r.podInfo}, "pod-info", "`directory` of a downward-API volume with the pod's annotations and labels files, for detection")
+	fs.Var(boolValue{&r.kubeAPI}, "kube-api", "detect sidecars and native sidecars from the pod in the Kubernetes API when the service account may read it")
+	fs.Var(stringValue{&r.serviceAccountDir}, "service-account-dir", "`directory` with the service account's token, ca.crt and namespace")
 	fs.Var(stringValue{&r.terminationLog}, "termination-log", "append the summary to this `file` if it exists (Kubernetes' termination message; empty: never)")
 	return fs
 }
@@ -150,6 +162,8 @@ func (p *parser) applyEnv() {
 		}
 		if v, ok := p.env(EnvName(f.Name)); ok {
 			p.set(f.Name, EnvName(f.Name), v)
+		} else if v, ok := p.env(EnvName(f.Name) + "S"); ok && f.Name == flagSidecar {
+			p.set(f.Name, EnvName(f.Name)+"S", v) // SIDESYNC_SIDECARS, the list form
 		}
 	})
 }

@@ -13,6 +13,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("--admin http://[::1]:9901 --max-retries 2 cmd", "ENVOY_ADMIN_API=http://127.0.0.1:15000\nGENERIC_QUIT_ENDPOINTS=http://127.0.0.1:1/q")
 	f.Add("--backoff polly --interval 0 --max-retries 1 -- x", "SIDESYNC_QUIT_URL=http://localhost:1/a,http://10.0.0.1/b")
 	f.Add("--no-wait=maybe --log-level=trace", "WAIT_FOR_ENVOY_TIMEOUT=1h\nQUIT_WITHOUT_ENVOY_TIMEOUT=0s\nSCUTTLE_LOGGING=false")
+	f.Add("--sidecar istio,cloudsql:ready-port=9090,quit-port=9091 -- x", "SIDESYNC_SIDECARS=http:ready=http://127.0.0.1:1/r,quit=http://10.0.0.1/q\nDAPR_API_TOKEN=t")
+	f.Add("--sidecar tcp:ready=tcp://127.0.0.1:5432,name=db -- x", "")
 	f.Fuzz(func(t *testing.T, args, env string) {
 		var pairs []string
 		for line := range strings.SplitSeq(env, "\n") {
@@ -39,8 +41,11 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("no backoff")
 		}
 		allowed := cfg.Disabled || strings.Contains(args, "allow-remote-quit") || strings.Contains(env, "ALLOW_REMOTE_QUIT")
-		for _, c := range cfg.Quit {
-			for _, u := range append([]string{c.URL}, c.Alternates...) {
+		for _, sc := range cfg.Sidecars {
+			if sc.Quit == nil {
+				continue
+			}
+			for _, u := range append([]string{sc.Quit.URL}, sc.Quit.Alternates...) {
 				if !allowed && !IsLoopback(u) {
 					t.Fatalf("non-loopback quit URL %s accepted", u)
 				}

@@ -11,14 +11,14 @@ import (
 
 // parser accumulates settings from the three layers and every problem found on the way.
 type parser struct {
-	mode      Mode
-	lookupEnv func(string) (string, bool)
-	fs        *flag.FlagSet
-	raw       raw
-	source    map[string]string // flag name -> where its value came from ("--timeout", "SIDESYNC_TIMEOUT", ...)
-	quitCalls []sidecar.Call    // quit calls built by a compatibility contract (with alternates)
-	problems  []error
-	notes     []Note
+	mode       Mode
+	lookupEnv  func(string) (string, bool)
+	fs         *flag.FlagSet
+	raw        raw
+	source     map[string]string // flag name -> where its value came from ("--timeout", "SIDESYNC_TIMEOUT", ...)
+	compatQuit *compatQuit       // quit calls built by a compatibility contract, checked already
+	problems   []error
+	notes      []Note
 }
 
 func newParser(mode Mode, lookupEnv func(string) (string, bool)) *parser {
@@ -40,11 +40,15 @@ func (p *parser) env(name string) (string, bool) {
 // set gives flag name the value v, recording where it came from; a bad value is a problem that
 // names its source.
 func (p *parser) set(name, source, v string) {
+	before := len(p.raw.specs)
 	if err := p.fs.Lookup(name).Value.Set(v); err != nil {
 		p.problem(fmt.Errorf("%s: %w", describe(source, v), err))
 		return
 	}
 	p.source[name] = source
+	for i := before; i < len(p.raw.specs); i++ {
+		p.raw.specs[i].source = source // so that a bad override names where it came from
+	}
 }
 
 // setDefault sets flag name from a compatibility variable unless a flag or SIDESYNC_* variable
@@ -85,46 +89,14 @@ func (p *parser) build(command []string) *Config {
 		QuitRequestTimeout: r.quitRequestTimeout, QuitRetries: r.quitRetries,
 		SignalGroup: r.signalGroup, Subreaper: r.subreaper, LogFormat: r.logFormat,
 		TerminationLog: r.terminationLog, MaxRetries: r.maxRetries,
+		PodInfoDir: r.podInfo, KubeAPI: r.kubeAPI, ServiceAccountDir: r.serviceAccountDir,
 	}
 	_ = cfg.LogLevel.UnmarshalText([]byte(r.logLevel))
-	p.buildSidecar(cfg)
+	p.buildSidecars(cfg)
 	p.buildBackoff(cfg)
 	p.checkMode(cfg)
 	cfg.Notes = p.notes
 	return cfg
-}
-
-// buildSidecar derives the readiness check and the quit calls.
-func (p *parser) buildSidecar(cfg *Config) {
-	r := &p.raw
-	cfg.Ready = sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: r.admin}
-	if r.readyURL != "" {
-		cfg.Ready = sidecar.Check{Kind: sidecar.HTTPStatus, URL: r.readyURL}
-	}
-	switch {
-	case p.quitCalls != nil: // a compatibility contract built them, and checked them
-		cfg.Quit = p.quitCalls
-		return
-	case p.given(flagQuitURL):
-		for _, u := range r.quitURLs {
-			cfg.Quit = append(cfg.Quit, sidecar.Call{URL: u})
-		}
-	default:
-		cfg.Quit = []sidecar.Call{sidecar.EnvoyQuit(r.admin)}
-	}
-	if cfg.Disabled || r.allowRemoteQuit {
-		return
-	}
-	source := p.sourceOr(flagAdmin)
-	if p.given(flagQuitURL) {
-		source = p.source[flagQuitURL]
-	}
-	for _, c := range cfg.Quit {
-		if !IsLoopback(c.URL) {
-			p.problem(fmt.Errorf("%s: quit URL %s is not on a loopback address; quitting a sidecar of another pod is refused unless --%s (%s=true) is given",
-				source, c.URL, flagAllowRemote, EnvName(flagAllowRemote)))
-		}
-	}
 }
 
 // sourceOr names where flag name came from, or the flag itself when it kept its default.

@@ -1,7 +1,8 @@
 // Package emulator runs emulated Kubernetes sidecars: real programs that
-// listen on loopback and answer a sidecar's admin endpoints exactly as the
-// real sidecar does, to the status code and body. The tests of sidesync and
-// `sidesync demo` run them instead of a real Envoy.
+// listen on loopback and answer a sidecar's readiness and shutdown
+// endpoints exactly as the real sidecar does, to the status code and body.
+// The tests of sidesync and `sidesync demo` run them instead of a real
+// Envoy, Istio, Linkerd, Consul, Dapr, Cloud SQL Proxy or Vault Agent.
 //
 // The source of truth for every answer is
 // shared/reference/sidecar-protocols.md; comments cite its sections as
@@ -12,19 +13,25 @@
 //   - Server is a deliberately small HTTP/1.1 server written on package net.
 //     The package is linked into the production sidesync binary, which must
 //     not link net/http (size and RSS budget), so no non-test file here may
-//     import net/http or anything that imports it; imports_test.go checks
-//     this. Each connection carries exactly one request and is then closed
-//     ("connection: close" is valid HTTP/1.1). Request bodies are read and
-//     discarded: Content-Length bodies and chunked bodies (decoded) up to
-//     1 MiB; a body above that gets 413 and any transfer coding other than
-//     chunked gets 501.
+//     import net/http or anything that imports it, nor regexp (about
+//     100 KB); imports_test.go checks this. Each connection carries exactly
+//     one request and is then closed ("connection: close" is valid
+//     HTTP/1.1). Request bodies are read and discarded: Content-Length
+//     bodies and chunked bodies (decoded) up to 1 MiB; a body above that
+//     gets 413 and any transfer coding other than chunked gets 501.
 //   - Mux dispatches on a table of Routes. A Route names its allowed methods
 //     and its Role, which says which behaviour knob (Options.ReadyBehaviour,
-//     Options.QuitBehaviour) governs it.
-//   - A Profile binds one sidecar's route table and state names to a
-//     Sidecar, which owns the lifecycle shared by every sidecar (ref §12
-//     item 7): starting, ready after a delay, shutdown on request, exit with
-//     a code after a delay. Envoy (ref §1) is the first profile.
+//     Options.QuitBehaviour) governs it, and may Refuse a request (peer,
+//     setting) before the knobs apply; a Mux may put a Gate (a
+//     middleware) before routing.
+//   - A Profile is data: named listeners (the first is the main one), its
+//     own flags, and a Bind that gives each listener a route table and
+//     names the states. The Sidecar owns the lifecycle shared by every
+//     sidecar (ref §12 item 7): starting, ready after a delay, shutdown on
+//     request, exit with a code after a delay. The profiles, one file
+//     each: envoy (ref §1) and its aliases osm (§2), kuma (§6) and appmesh
+//     (§9); istio (§3); linkerd (§4); consul (§5); dapr (§7); cloudsql
+//     (§8); vault (§10).
 //   - Main is the program entry point behind `sidesync emulate`.
 //
 // # Events
@@ -36,15 +43,27 @@
 //
 // Values never contain spaces: bytes at or below 0x20 and at or above 0x7f
 // are written as %XX, and an empty value is written as "-". ParseEvent
-// reads a line back. The events, in the order they can first appear:
+// reads a line back. The events, in the order they can first appear, where
+// NAME is a listener of the profile (Envoy's only one is "admin"):
 //
-//	address addr=HOST:PORT          first line, as soon as the port is chosen
-//	state state=NAME                at start and on every change (Envoy:
-//	                                PRE_INITIALIZING, INITIALIZING, LIVE, DRAINING)
-//	listening addr=HOST:PORT        once connections are accepted
-//	request method=M path=P status=S peer=HOST:PORT
+//	address name=NAME addr=HOST:PORT
+//	                                one per listener, before any other
+//	                                line, the main listener's first, as
+//	                                soon as the ports are chosen
+//	state state=STATE               at start and on every change (envoy,
+//	                                its aliases, istio, consul:
+//	                                PRE_INITIALIZING, INITIALIZING, LIVE,
+//	                                DRAINING; the others: STARTING,
+//	                                INITIALIZING, READY, and for dapr with
+//	                                an app channel WAITING_FOR_APP)
+//	listening name=NAME addr=HOST:PORT
+//	                                per listener, once it accepts
+//	request method=M path=P status=S peer=HOST:PORT listener=NAME
 //	                                per request; S is the status code, or
 //	                                hang, reset or eof; P has no query
 //	quit                            a shutdown request was accepted
 //	exit code=N                     last line, when the sidecar has stopped
+//
+// A consumer that knows of one listener only can keep reading the addr of
+// the first address line: it is the main listener's.
 package emulator

@@ -2,7 +2,6 @@ package emulator
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -20,9 +19,25 @@ const (
 // jsonType is Envoy's ContentTypeValues.Json.
 const jsonType = "application/json"
 
-// Envoy returns the profile of the Envoy admin interface (ref §1).
+// adminListener is the name of an admin listener: Envoy's in every
+// profile that has one, and Linkerd's and Cloud SQL Proxy's.
+const adminListener = "admin"
+
+// Envoy returns the profile of the Envoy admin interface (ref §1). Envoy
+// has no default admin port; its docs suggest 127.0.0.1:9901 (ref §1.2).
 func Envoy() Profile {
-	return Profile{Name: "envoy", Bind: bindEnvoy}
+	return envoyAlias("envoy", 9901, "Envoy admin (ref §1)")
+}
+
+// envoyAlias returns a profile that is the plain Envoy admin under another
+// name: the meshes whose sidecar is Envoy with no readiness or shutdown
+// endpoint of its own (OSM ref §2, Kuma ref §6, App Mesh ref §9).
+func envoyAlias(name string, port int, help string) Profile {
+	return Profile{
+		Name:      name,
+		Listeners: []ListenerSpec{{Name: adminListener, Port: port, Help: help}},
+		Bind:      bindEnvoy,
+	}
 }
 
 // envoyAdmin is the Envoy admin interface of one Sidecar.
@@ -35,18 +50,29 @@ type envoyAdmin struct {
 	routes   []Route
 }
 
-func bindEnvoy(sc *Sidecar) Binding {
+// newEnvoyAdmin returns the Envoy admin of sc; profiles that include an
+// Envoy (Istio, Consul) serve its mux on one of their listeners and use
+// its state names.
+func newEnvoyAdmin(sc *Sidecar) *envoyAdmin {
 	e := &envoyAdmin{sc: sc, started: time.Now()}
 	e.routes = append(e.coreRoutes(), envoyMinorRoutes()...)
-	return Binding{
-		Mux: Mux{
-			Routes:           e.routes,
-			NotFound:         e.notFound,
-			MethodNotAllowed: envoyMethodNotAllowed,
-			Fallback:         envoyFallback(),
-		},
-		State: e.state,
+	return e
+}
+
+// mux returns the admin route table with Envoy's answers to unknown paths
+// and wrong methods.
+func (e *envoyAdmin) mux() *Mux {
+	return &Mux{
+		Routes:           e.routes,
+		NotFound:         e.notFound,
+		MethodNotAllowed: envoyMethodNotAllowed,
+		Fallback:         envoyFallback(),
 	}
+}
+
+func bindEnvoy(sc *Sidecar) Binding {
+	e := newEnvoyAdmin(sc)
+	return Binding{Muxes: map[string]*Mux{adminListener: e.mux()}, State: e.state}
 }
 
 // coreRoutes are the endpoints ref §1 pins down. Mutating endpoints
@@ -173,20 +199,52 @@ func (e *envoyAdmin) statLines() [][2]string {
 	}
 }
 
-// stats answers /stats in text format, honouring ?filter= (an RE2 regex
-// matched anywhere in the name, ref §1.6).
+// stats answers /stats in text format, honouring ?filter= (ref §1.6).
 func (e *envoyAdmin) stats(r *Request) Reply {
-	filter, err := regexp.Compile(queryValue(r.RawQuery, "filter"))
-	if err != nil {
-		return Reply{Response: Text(400, "Invalid re2 regex")}
-	}
+	match := statFilter(queryValue(r.RawQuery, "filter"))
 	var b strings.Builder
 	for _, kv := range e.statLines() {
-		if filter.MatchString(kv[0]) {
+		if match(kv[0]) {
 			b.WriteString(kv[0] + ": " + kv[1] + "\n")
 		}
 	}
 	return Reply{Response: Text(200, b.String())}
+}
+
+// statFilter matches stat names against a /stats filter. Envoy takes an
+// RE2 regex (ref §1.6); the emulator takes it as a literal, as a
+// simplification that keeps package regexp (about 100 KB) out of the
+// production binary, and sidesync never queries /stats: a leading ^
+// anchors at the start, a trailing $ at the end, a backslash makes the
+// next character literal ("server\.state"), and anything else must appear
+// as written. An invalid regex is therefore never refused with 400, and
+// regex syntax such as "(a|b)" or ".*" matches only itself.
+func statFilter(filter string) func(name string) bool {
+	prefix := strings.HasPrefix(filter, "^")
+	suffix := strings.HasSuffix(filter, "$") && !strings.HasSuffix(filter, "\\$")
+	filter = strings.TrimPrefix(filter, "^")
+	if suffix {
+		filter = filter[:len(filter)-1]
+	}
+	var lit strings.Builder
+	for i := 0; i < len(filter); i++ {
+		if filter[i] == '\\' && i+1 < len(filter) {
+			i++
+		}
+		lit.WriteByte(filter[i])
+	}
+	want := lit.String()
+	return func(name string) bool {
+		switch {
+		case prefix && suffix:
+			return name == want
+		case prefix:
+			return strings.HasPrefix(name, want)
+		case suffix:
+			return strings.HasSuffix(name, want)
+		}
+		return strings.Contains(name, want)
+	}
 }
 
 // prometheus answers /stats/prometheus with the same stats as gauges.

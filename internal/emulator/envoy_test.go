@@ -94,7 +94,7 @@ func checkEnvoyHeaders(t *testing.T, res result, ctype string) {
 // refuse every method but POST with 405, the others take any method.
 func TestEnvoyMethodRules(t *testing.T) {
 	sc, rec := startEnvoy(t, Options{})
-	for _, rt := range sc.binding.Mux.Routes {
+	for _, rt := range sc.binding.Muxes[adminListener].Routes {
 		mutating := slices.Equal(rt.Methods, []string{"POST"})
 		for _, method := range []string{"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "POST"} {
 			if rt.Path == "/quitquitquit" && method == "POST" {
@@ -128,8 +128,8 @@ func TestEnvoyNotFoundListsHelp(t *testing.T) {
 		t.Errorf("404 body = %q, want \"invalid path. \" + help", res.body)
 	}
 	lines := strings.Split(strings.TrimSuffix(help, "\n"), "\n")
-	if len(lines) != len(sc.binding.Mux.Routes)+1 {
-		t.Errorf("help has %d lines for %d routes", len(lines), len(sc.binding.Mux.Routes))
+	if len(lines) != len(sc.binding.Muxes[adminListener].Routes)+1 {
+		t.Errorf("help has %d lines for %d routes", len(lines), len(sc.binding.Muxes[adminListener].Routes))
 	}
 	var paths []string
 	for _, l := range lines[1:] {

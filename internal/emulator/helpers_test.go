@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,3 +214,5 @@ func mustListen(t *testing.T) net.Listener {
 	}
 	return ln
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -11,14 +11,20 @@ import (
 	"testing"
 )
 
-// forbidden reports whether importing path would link net/http into the
-// production binary (see the package documentation).
+// forbidden reports whether importing path would link net/http or
+// regexp (about 100 KB) into the production binary (see the package
+// documentation).
 func forbidden(path string) bool {
-	return path == "net/http" || strings.HasPrefix(path, "net/http/")
+	for _, pkg := range []string{"net/http", "regexp"} {
+		if path == pkg || strings.HasPrefix(path, pkg+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // TestNoNetHTTPInNonTestFiles parses every non-test file of the package
-// and fails if one imports net/http directly.
+// and fails if one imports net/http or regexp directly.
 func TestNoNetHTTPInNonTestFiles(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -47,7 +53,7 @@ func TestNoNetHTTPInNonTestFiles(t *testing.T) {
 
 // TestNoNetHTTPInDependencies asks the go command for the transitive
 // imports of the package without its tests, so that an indirect import
-// of net/http is caught as well.
+// of net/http or regexp is caught as well.
 func TestNoNetHTTPInDependencies(t *testing.T) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {

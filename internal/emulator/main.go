@@ -34,7 +34,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "emulate: unknown profile %q; profiles: %s\n", args[0], profileNames())
 		return 2
 	}
-	opts, code, ok := parseFlags(p.Name, args[1:], stderr)
+	opts, code, ok := parseFlags(p, args[1:], stderr)
 	if !ok {
 		return code
 	}
@@ -48,27 +48,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return sc.ExitCode()
 }
 
-// parseFlags parses the knobs. It returns ok false with the code to exit
-// with when the program should stop: 0 after -h, 2 for a bad flag, whose
-// message names the flag.
-func parseFlags(profile string, args []string, stderr io.Writer) (Options, int, bool) {
-	fs := flag.NewFlagSet("emulate "+profile, flag.ContinueOnError)
+// parseFlags parses the knobs shared by every profile and then those of
+// profile p. It returns ok false with the code to exit with when the
+// program should stop: 0 after -h, 2 for a bad flag, whose message names
+// the flag.
+func parseFlags(p Profile, args []string, stderr io.Writer) (Options, int, bool) {
+	fs := flag.NewFlagSet("emulate "+p.Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: emulate %s [flags]\n", profile)
+		fmt.Fprintf(stderr, "usage: emulate %s [flags]\nlisteners (main first):\n", p.Name)
+		for _, l := range p.Listeners {
+			fmt.Fprintf(stderr, "  %s: %s; real port %d\n", l.Name, l.Help, l.Port)
+		}
 		fs.PrintDefaults()
 	}
-	opts := Options{Listen: "127.0.0.1:0", ReadyBehaviour: BehaviourOK, QuitBehaviour: BehaviourOK}
-	fs.StringVar(&opts.Listen, "listen", opts.Listen, "`address` to listen on")
-	fs.DurationVar(&opts.ReadyAfter, "ready-after", 0, "time until ready; half-way state after half of it")
-	fs.BoolVar(&opts.NeverReady, "never-ready", false, "never become ready")
-	fs.DurationVar(&opts.ListenAfter, "listen-after", 0, "report the port at once but listen only after this long")
-	fs.Func("ready-behaviour", "how readiness endpoints answer: "+joinBehaviours(ReadyBehaviours())+" (default ok)",
-		behaviourFlag(&opts.ReadyBehaviour, ReadyBehaviours()))
-	fs.Func("quit-behaviour", "how the shutdown endpoint answers: "+joinBehaviours(QuitBehaviours())+" (default ok)",
-		behaviourFlag(&opts.QuitBehaviour, QuitBehaviours()))
-	fs.IntVar(&opts.ExitCode, "exit-code", 0, "exit `code` after an accepted shutdown request")
-	fs.DurationVar(&opts.ExitDelay, "exit-delay", 0, "time between answering the shutdown request and exiting")
+	opts := Options{Listen: defaultListen, ReadyBehaviour: BehaviourOK, QuitBehaviour: BehaviourOK}
+	sharedFlags(fs, p, &opts)
+	if p.Flags != nil {
+		p.Flags(fs, &opts)
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return opts, 0, false
@@ -76,14 +74,50 @@ func parseFlags(profile string, args []string, stderr io.Writer) (Options, int, 
 		return opts, 2, false // the flag package has printed the error and usage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "emulate %s: unexpected argument %q\n", profile, fs.Arg(0))
+		fmt.Fprintf(stderr, "emulate %s: unexpected argument %q\n", p.Name, fs.Arg(0))
 		return opts, 2, false
 	}
 	if err := opts.validate(); err != nil {
-		fmt.Fprintf(stderr, "emulate %s: invalid value for flag %v\n", profile, err)
+		fmt.Fprintf(stderr, "emulate %s: invalid value for flag %v\n", p.Name, err)
 		return opts, 2, false
 	}
 	return opts, 0, true
+}
+
+// sharedFlags registers the knobs every profile has (ref §12 item 7).
+func sharedFlags(fs *flag.FlagSet, p Profile, opts *Options) {
+	fs.Func("listen", "listen on `[NAME=]ADDR` (repeatable); without NAME the main listener ("+
+		p.Listeners[0].Name+"); listeners: "+p.listenerNames()+"; default "+defaultListen+" for each",
+		listenFlag(p, opts))
+	fs.DurationVar(&opts.ReadyAfter, "ready-after", 0, "time until ready; half-way state after half of it")
+	fs.BoolVar(&opts.NeverReady, "never-ready", false, "never become ready")
+	fs.DurationVar(&opts.ListenAfter, "listen-after", 0, "report the ports at once but listen (on all) only after this long")
+	fs.Func("ready-behaviour", "how readiness endpoints answer: "+joinBehaviours(ReadyBehaviours())+" (default ok)",
+		behaviourFlag(&opts.ReadyBehaviour, ReadyBehaviours()))
+	fs.Func("quit-behaviour", "how shutdown endpoints answer: "+joinBehaviours(QuitBehaviours())+" (default ok)",
+		behaviourFlag(&opts.QuitBehaviour, QuitBehaviours()))
+	fs.IntVar(&opts.ExitCode, "exit-code", 0, "exit `code` after an accepted shutdown request")
+	fs.DurationVar(&opts.ExitDelay, "exit-delay", 0, "time between answering the shutdown request and exiting")
+}
+
+// listenFlag parses one --listen value: "ADDR" for the main listener, or
+// "NAME=ADDR" for the listener called NAME (addresses never contain "=").
+func listenFlag(p Profile, opts *Options) func(string) error {
+	return func(v string) error {
+		name, addr, named := strings.Cut(v, "=")
+		if !named {
+			opts.Listen = v
+			return nil
+		}
+		if !p.hasListener(name) {
+			return fmt.Errorf("profile %s has no listener %q (listeners: %s)", p.Name, name, p.listenerNames())
+		}
+		if opts.Addrs == nil {
+			opts.Addrs = make(map[string]string)
+		}
+		opts.Addrs[name] = addr
+		return nil
+	}
 }
 
 func behaviourFlag(dst *Behaviour, allowed []Behaviour) func(string) error {

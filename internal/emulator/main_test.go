@@ -29,6 +29,14 @@ func TestMainFlagErrors(t *testing.T) {
 		{[]string{"envoy", "--quit-behaviour", "404"}, "quit-behaviour"},
 		{[]string{"envoy", "--listen"}, "listen"},
 		{[]string{"envoy", "extra"}, `unexpected argument "extra"`},
+		{[]string{"envoy", "--listen", "status=127.0.0.1:0"}, `-listen: profile envoy has no listener "status"`},
+		{[]string{"envoy", "--shutdown-disabled"}, "shutdown-disabled"},
+		{[]string{"linkerd", "--app-channel"}, "app-channel"},
+		{[]string{"vault", "--quit-disabled=maybe"}, "quit-disabled"},
+		{[]string{"consul", "--shutdown-grace-period", "-1s"}, "shutdown-grace-period"},
+		{[]string{"consul", "--startup-grace-period", "soon"}, "startup-grace-period"},
+		{[]string{"dapr", "--api-token"}, "api-token"},
+		{[]string{"nope"}, "profiles: envoy, osm, appmesh, kuma, istio, linkerd, consul, dapr, cloudsql, vault"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(tc.args, &stdout, &stderr); code != 2 {
@@ -39,6 +47,53 @@ func TestMainFlagErrors(t *testing.T) {
 		}
 		if stdout.Len() != 0 {
 			t.Errorf("Main(%q) wrote events %q", tc.args, stdout.String())
+		}
+	}
+}
+
+// TestMainProfileHelp: each profile's usage lists the shared flags, its
+// own flags and its listeners.
+func TestMainProfileHelp(t *testing.T) {
+	own := map[string][]string{
+		"linkerd": {"-shutdown-disabled"},
+		"consul":  {"-shutdown-grace-period", "-startup-grace-period"},
+		"dapr":    {"-app-channel", "-api-token"},
+		"vault":   {"-quit-disabled"},
+	}
+	for _, p := range Profiles() {
+		var stdout, stderr bytes.Buffer
+		if code := Main([]string{p.Name, "-h"}, &stdout, &stderr); code != 0 {
+			t.Errorf("%s -h exit code %d", p.Name, code)
+		}
+		want := append([]string{"-listen", "-ready-after", "-quit-behaviour", "-exit-code"}, own[p.Name]...)
+		for _, l := range p.Listeners {
+			want = append(want, "  "+l.Name+": ")
+		}
+		for _, w := range want {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("%s usage lacks %q:\n%s", p.Name, w, stderr.String())
+			}
+		}
+	}
+}
+
+// TestMainProfileFlags: the profile flags reach Options.
+func TestMainProfileFlags(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		args    []string
+		check   func(o Options) bool
+	}{
+		{"linkerd", []string{"--shutdown-disabled"}, func(o Options) bool { return o.ShutdownDisabled }},
+		{"vault", []string{"--quit-disabled"}, func(o Options) bool { return o.ShutdownDisabled }},
+		{"consul", []string{"--shutdown-grace-period", "2s", "--startup-grace-period", "3s"}, func(o Options) bool {
+			return o.ShutdownGracePeriod == 2*time.Second && o.StartupGracePeriod == 3*time.Second
+		}},
+		{"dapr", []string{"--app-channel", "--api-token", "tok"}, func(o Options) bool { return o.AppChannel && o.APIToken == "tok" }},
+	} {
+		opts, _, ok := parseFlags(mustProfile(t, tc.profile), tc.args, new(bytes.Buffer))
+		if !ok || !tc.check(opts) {
+			t.Errorf("%s %q: %+v, %v", tc.profile, tc.args, opts, ok)
 		}
 	}
 }
@@ -55,15 +110,24 @@ func TestMainHelp(t *testing.T) {
 	}
 }
 
-// startMain runs Main in the background and returns its exit code channel
-// and event recorder once it listens.
+// startMain runs the envoy program in the background and returns its exit
+// code channel and event recorder once it listens.
 func startMain(t *testing.T, args ...string) (<-chan int, *recorder, string) {
+	t.Helper()
+	return startMainProfile(t, "envoy", args...)
+}
+
+// startMainProfile runs Main for profile in the background and returns
+// its exit code channel, its event recorder and the main listener's
+// address once the main listener listens.
+func startMainProfile(t *testing.T, profile string, args ...string) (<-chan int, *recorder, string) {
 	t.Helper()
 	rec := newRecorder()
 	var stderr bytes.Buffer
 	code := make(chan int, 1)
-	go func() { code <- Main(append([]string{"envoy"}, args...), rec, &stderr) }()
-	addr := rec.wait(t, "listening").Get("addr")
+	go func() { code <- Main(append([]string{profile}, args...), rec, &stderr) }()
+	main := mustProfile(t, profile).Listeners[0].Name
+	addr := rec.wait(t, "listening", "name", main).Get("addr")
 	return code, rec, addr
 }
 
@@ -103,7 +167,8 @@ func TestMainQuit(t *testing.T) {
 		t.Fatalf("events %q, want %q:\n%s", got, want, rec.text())
 	}
 	checkEventLines(t, rec)
-	if !matches(evs[5], "request", "method", "GET", "path", "/ready", "status", "200") ||
+	if !matches(evs[0], "address", "name", "admin", "addr", addr) ||
+		!matches(evs[5], "request", "method", "GET", "path", "/ready", "status", "200", "listener", "admin") ||
 		!matches(evs[7], "request", "method", "POST", "path", "/quitquitquit", "status", "200") ||
 		!strings.HasPrefix(evs[7].Get("peer"), "127.0.0.1:") || !matches(evs[8], "exit", "code", "7") {
 		t.Errorf("event fields:\n%s", rec.text())

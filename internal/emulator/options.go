@@ -46,12 +46,18 @@ func ParseBehaviour(s string, allowed []Behaviour) (Behaviour, error) {
 	return "", fmt.Errorf("%q is not one of %s", s, joinBehaviours(allowed))
 }
 
-// Options are the knobs shared by every profile (ref §12 item 7). The
-// zero value is a sidecar on 127.0.0.1 with an ephemeral port that is
-// ready at once and quits cleanly with exit code 0.
+// Options are the knobs of a sidecar: first those shared by every profile
+// (ref §12 item 7), then those of single profiles, which the others
+// ignore. The zero value is a sidecar whose listeners are all on 127.0.0.1
+// with ephemeral ports, that is ready at once and quits cleanly with exit
+// code 0.
 type Options struct {
-	// Listen is the address to listen on; "" means "127.0.0.1:0".
+	// Listen is the address of the main listener; "" means "127.0.0.1:0".
 	Listen string
+	// Addrs maps listener names to addresses and overrides Listen for the
+	// main listener; a listener named nowhere listens on "127.0.0.1:0".
+	// A name the profile lacks makes Start fail.
+	Addrs map[string]string
 	// ListenAfter delays listening: the port is chosen (by listening and
 	// closing) and reported at once, but only listened on after this long,
 	// so early clients get connection refused.
@@ -68,8 +74,30 @@ type Options struct {
 	// ExitCode is the exit code after an accepted shutdown request.
 	ExitCode int
 	// ExitDelay is the time between accepting a shutdown request and
-	// closing the listener.
+	// closing the listeners.
 	ExitDelay time.Duration
+	// ShutdownDisabled turns the shutdown endpoint off as the real
+	// configuration does: Linkerd without
+	// LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED (ref §4.3) and Vault Agent
+	// without agent_api enable_quit (ref §10) then answer 404.
+	ShutdownDisabled bool
+	// ShutdownGracePeriod is Consul's shutdownGracePeriodSeconds: the time
+	// from /graceful_shutdown to Envoy's quit (ref §5.3). It adds to
+	// ExitDelay.
+	ShutdownGracePeriod time.Duration
+	// StartupGracePeriod is Consul's startupGracePeriodSeconds: how long
+	// /graceful_startup waits for Envoy to be ready; 0 answers at once
+	// (ref §5.2).
+	StartupGracePeriod time.Duration
+	// AppChannel makes Dapr wait for an application that never comes, as
+	// with --app-port in a Job whose app starts after the sidecar:
+	// /v1.0/healthz stays 500 while /v1.0/healthz/outbound follows the
+	// state clock (ref §7.1).
+	AppChannel bool
+	// APIToken is Dapr's DAPR_API_TOKEN: when set, requests other than
+	// GET /v1.0/healthz and GET /v1.0/healthz/outbound need it in the
+	// dapr-api-token header (ref §7.1).
+	APIToken string
 	// Events receives event lines; nil discards them.
 	Events io.Writer
 	// Diagnostics receives human-readable problems; nil discards them.
@@ -79,7 +107,7 @@ type Options struct {
 // withDefaults fills in the zero values.
 func (o Options) withDefaults() Options {
 	if o.Listen == "" {
-		o.Listen = "127.0.0.1:0"
+		o.Listen = defaultListen
 	}
 	if o.ReadyBehaviour == "" {
 		o.ReadyBehaviour = BehaviourOK
@@ -99,7 +127,10 @@ func (o Options) validate() error {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"listen-after", o.ListenAfter}, {"ready-after", o.ReadyAfter}, {"exit-delay", o.ExitDelay}} {
+	}{
+		{"listen-after", o.ListenAfter}, {"ready-after", o.ReadyAfter}, {"exit-delay", o.ExitDelay},
+		{"shutdown-grace-period", o.ShutdownGracePeriod}, {"startup-grace-period", o.StartupGracePeriod},
+	} {
 		if d.v < 0 {
 			return fmt.Errorf("-%s: %v is negative", d.flag, d.v)
 		}

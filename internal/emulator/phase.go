@@ -28,6 +28,14 @@ func (s *Sidecar) State() string {
 	return s.state
 }
 
+// Phase returns the current phase of the state clock. Profiles whose
+// readiness is the clock's alone answer "ready" in PhaseReady.
+func (s *Sidecar) Phase() Phase {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.phase
+}
+
 // WaitState waits until the state is name. It fails when ctx ends or the
 // sidecar stops first.
 func (s *Sidecar) WaitState(ctx context.Context, name string) error {
@@ -70,6 +78,30 @@ func (s *Sidecar) clock() {
 		return
 	}
 	s.setPhase(PhaseReady)
+}
+
+// waitUntil waits until cond holds, re-checking it on every state change,
+// for at most d. It reports whether cond held; it gives up early when the
+// sidecar starts stopping, so that a handler blocked here never holds up
+// Server.Close.
+func (s *Sidecar) waitUntil(d time.Duration, cond func() bool) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		changed := s.changed // taken before cond, so no change is missed
+		s.mu.Unlock()
+		if cond() {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-t.C:
+			return false
+		case <-s.stopping:
+			return false
+		}
+	}
 }
 
 // wait waits for d and reports false if the sidecar started stopping

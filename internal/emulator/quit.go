@@ -1,15 +1,17 @@
 package emulator
 
 // wrap applies the behaviour knobs to a route's handler by its Role. It
-// runs after the method check, so a wrong method is refused the way the
-// real sidecar refuses it whatever the knobs say (ref §1.1).
+// runs after the method check and the route's own refusals, so a wrong
+// method (ref §1.1), a peer that is not loopback or a disabled endpoint
+// (ref §12 items 2 and 4) is refused the way the real sidecar refuses it
+// whatever the knobs say.
 func (s *Sidecar) wrap(rt *Route, h Handler) Handler {
 	switch rt.Role {
 	case RoleReadiness:
 		b := s.opts.ReadyBehaviour
 		return func(r *Request) Reply { return b.apply(h, r) }
 	case RoleShutdown:
-		return s.shutdownHandler(h)
+		return s.shutdownHandler(rt, h)
 	}
 	return h
 }
@@ -18,8 +20,9 @@ func (s *Sidecar) wrap(rt *Route, h Handler) Handler {
 // shuts the sidecar down when the request is accepted: with "ok" when the
 // profile's handler answers 2xx (a profile refuses with 403 or 404 where
 // the real sidecar does, ref §12 items 2 and 4), with "reset" and "eof"
-// always; "hang" and "500" keep the sidecar up.
-func (s *Sidecar) shutdownHandler(h Handler) Handler {
+// always; "hang" and "500" keep the sidecar up. Refusals (401, 403, 404,
+// 405) therefore never quit.
+func (s *Sidecar) shutdownHandler(rt *Route, h Handler) Handler {
 	return func(r *Request) Reply {
 		b := s.opts.QuitBehaviour
 		reply := b.apply(h, r)
@@ -28,28 +31,33 @@ func (s *Sidecar) shutdownHandler(h Handler) Handler {
 			accepted = reply.Outcome == Answer && reply.Response.Status/100 == 2
 		}
 		if accepted {
-			s.acceptQuit()
+			plan := ExitPlan{Code: s.opts.ExitCode, Delay: s.opts.ExitDelay}
+			if rt.Exit != nil {
+				plan = rt.Exit(r, plan)
+			}
+			s.acceptQuit(plan)
 			reply.After = chain(reply.After, s.exitLater)
 		}
 		return reply
 	}
 }
 
-// acceptQuit records the first accepted shutdown request.
-func (s *Sidecar) acceptQuit() {
+// acceptQuit records the first accepted shutdown request and its exit
+// plan; later ones change nothing (Cloud SQL's quit is one-shot, ref §8).
+func (s *Sidecar) acceptQuit(plan ExitPlan) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.quitting || s.stopped {
 		return
 	}
-	s.quitting = true
+	s.quitting, s.plan = true, plan
 	s.events.emit("quit")
 	close(s.quit)
 }
 
-// exitLater stops the sidecar with Options.ExitCode after
-// Options.ExitDelay, on its own goroutine because it runs as a Reply's
-// After on a connection goroutine that Server.Close waits for.
+// exitLater stops the sidecar with the exit plan's code after its delay,
+// on its own goroutine because it runs as a Reply's After on a connection
+// goroutine that Server.Close waits for.
 func (s *Sidecar) exitLater() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -57,9 +65,10 @@ func (s *Sidecar) exitLater() {
 		return
 	}
 	s.exiting = true
+	plan := s.plan
 	go func() {
-		if s.wait(s.opts.ExitDelay) {
-			s.stop(s.opts.ExitCode)
+		if s.wait(plan.Delay) {
+			s.stop(plan.Code)
 		}
 	}()
 }

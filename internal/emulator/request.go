@@ -52,6 +52,27 @@ func (r *Request) Get(name string) string {
 	return v
 }
 
+// FromLoopback reports whether the peer is a loopback address, the test
+// Istio (net.ParseIP(host).IsLoopback(), ref §3.3) and Linkerd
+// (client_is_localhost, ref §4.2) make before shutting down. An
+// IPv4-mapped loopback address such as ::ffff:127.0.0.1 counts, as it does
+// for both.
+func (r *Request) FromLoopback() bool {
+	return net.ParseIP(peerHost(r.Peer)).IsLoopback()
+}
+
+// peerHost is the host part of a peer address, "" when there is none.
+func peerHost(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
 // statusError is a request the server refuses; status is the answer.
 type statusError struct {
 	status int

@@ -4,20 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"sync"
 )
 
-// Sidecar is one emulated sidecar: a profile's routes served on a real
-// loopback listener, plus the lifecycle every sidecar shares (ref §12
-// item 7): starting, ready after a delay, shutdown on request, exit after
-// a delay with a code. Create it with New or NewEnvoy.
+// Sidecar is one emulated sidecar: a profile's route tables served on real
+// listeners, plus the lifecycle every sidecar shares (ref §12 item 7):
+// starting, ready after a delay, shutdown on request, exit after a delay
+// with a code. Create it with New or NewEnvoy; Addr and AddrOf tell where
+// it listens.
 type Sidecar struct {
-	opts    Options
-	binding Binding
-	events  *eventLog
-	server  *Server
+	profile   Profile
+	opts      Options
+	binding   Binding
+	events    *eventLog
+	listeners []*listener // in the order of Profile.Listeners: main first
 
 	quit     chan struct{} // closed when a shutdown request is accepted
 	stopping chan struct{} // closed when stopping begins; wakes timers
@@ -25,19 +26,25 @@ type Sidecar struct {
 
 	mu       sync.Mutex
 	started  bool
-	addr     string
 	phase    Phase
 	state    string
 	changed  chan struct{} // closed and replaced on each state change
 	quitting bool
+	plan     ExitPlan // how to end, fixed by the first accepted shutdown
 	exiting  bool
 	stopped  bool
 	exitCode int
 }
 
-// New returns a Sidecar of profile p. Nothing listens until Start.
+// New returns a Sidecar of profile p. Nothing listens until Start. It
+// panics if p has no listener or p.Bind leaves one without a route table:
+// a mistake in the profile, not in its use.
 func New(p Profile, opts Options) *Sidecar {
+	if len(p.Listeners) == 0 {
+		panic("emulator: profile " + p.Name + " has no listener")
+	}
 	s := &Sidecar{
+		profile:  p,
 		opts:     opts.withDefaults(),
 		events:   newEventLog(opts.Events),
 		quit:     make(chan struct{}),
@@ -46,8 +53,16 @@ func New(p Profile, opts Options) *Sidecar {
 		changed:  make(chan struct{}),
 	}
 	s.binding = p.Bind(s)
-	s.binding.Mux.Wrap = s.wrap
-	s.server = NewServer(s.binding.Mux.Serve, s.logRequest)
+	for _, spec := range p.Listeners {
+		mux := s.binding.Muxes[spec.Name]
+		if mux == nil {
+			panic(fmt.Sprintf("emulator: profile %s binds no routes for listener %s", p.Name, spec.Name))
+		}
+		mux.Wrap = s.wrap
+		l := &listener{name: spec.Name, mux: mux}
+		l.server = NewServer(mux.Serve, s.requestLogger(spec.Name))
+		s.listeners = append(s.listeners, l)
+	}
 	return s
 }
 
@@ -56,23 +71,22 @@ func NewEnvoy(opts Options) *Sidecar {
 	return New(Envoy(), opts)
 }
 
-// Start picks the address, starts the state clock and listens (at once,
-// or after Options.ListenAfter). It returns once Addr is known. When ctx
-// ends the sidecar stops as on Close, like a sidecar sent SIGTERM. If
-// Start fails the sidecar is stopped with exit code 1.
+// Start picks the addresses, starts the state clock and listens (at once,
+// or after Options.ListenAfter). It returns once every address is known.
+// When ctx ends the sidecar stops as on Close, like a sidecar sent
+// SIGTERM. If Start fails the sidecar is stopped with exit code 1.
 func (s *Sidecar) Start(ctx context.Context) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
-	ln, addr, err := s.reserve()
+	lns, err := s.reserve()
 	if err != nil {
 		s.stop(1)
 		return err
 	}
-	s.mu.Lock()
-	s.addr = addr
-	s.mu.Unlock()
-	s.events.emit("address", "addr", addr)
+	for _, l := range s.listeners {
+		s.events.emit("address", "name", l.name, "addr", l.addr)
+	}
 	s.setPhase(PhaseStarting)
 	if s.opts.ReadyAfter == 0 {
 		// Settle before listening so that no client sees a passing state.
@@ -83,10 +97,12 @@ func (s *Sidecar) Start(ctx context.Context) error {
 	} else {
 		go s.clock()
 	}
-	if ln != nil {
-		s.serve(ln)
+	if lns != nil {
+		for i, ln := range lns {
+			s.serve(s.listeners[i], ln)
+		}
 	} else {
-		go s.listenLater(addr)
+		go s.listenLater()
 	}
 	go s.watch(ctx)
 	return nil
@@ -94,7 +110,11 @@ func (s *Sidecar) Start(ctx context.Context) error {
 
 // begin checks that Start may run.
 func (s *Sidecar) begin() error {
-	if err := s.opts.validate(); err != nil {
+	err := s.opts.validate()
+	if err == nil {
+		err = s.checkAddrs()
+	}
+	if err != nil {
 		s.stop(1)
 		return err
 	}
@@ -107,24 +127,36 @@ func (s *Sidecar) begin() error {
 	return nil
 }
 
-// Addr returns the host:port the sidecar listens on (or will listen on,
-// with Options.ListenAfter); "" before Start.
+// Addr returns the host:port the main listener listens on (or will listen
+// on, with Options.ListenAfter); "" before Start.
 func (s *Sidecar) Addr() string {
+	return s.AddrOf(s.listeners[0].name)
+}
+
+// AddrOf returns the host:port of the listener called name; "" before
+// Start or when the profile has no such listener.
+func (s *Sidecar) AddrOf(name string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.addr
+	for _, l := range s.listeners {
+		if l.name == name {
+			return l.addr
+		}
+	}
+	return ""
 }
 
 // Quit returns a channel closed when a shutdown request is accepted.
 func (s *Sidecar) Quit() <-chan struct{} { return s.quit }
 
-// Done returns a channel closed when the sidecar has stopped: listener
+// Done returns a channel closed when the sidecar has stopped: listeners
 // and connections closed, exit event written.
 func (s *Sidecar) Done() <-chan struct{} { return s.done }
 
 // ExitCode returns the code the emulated process exits with; it is final
-// once Done is closed: Options.ExitCode after an accepted shutdown
-// request, 1 after a failure to listen, else 0.
+// once Done is closed: the exit plan's code after an accepted shutdown
+// request (Options.ExitCode unless the route says otherwise), 1 after a
+// failure to listen, else 0.
 func (s *Sidecar) ExitCode() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,7 +169,7 @@ func (s *Sidecar) Close() error {
 	s.mu.Lock()
 	code := 0
 	if s.quitting {
-		code = s.opts.ExitCode
+		code = s.plan.Code
 	}
 	s.mu.Unlock()
 	s.stop(code)
@@ -155,50 +187,11 @@ func (s *Sidecar) stop(code int) {
 	s.stopped, s.exitCode = true, code
 	close(s.stopping)
 	s.mu.Unlock()
-	s.server.Close() // waits for connections, so request events come first
+	for _, l := range s.listeners {
+		l.server.Close() // waits for connections, so request events come first
+	}
 	s.events.emit("exit", "code", strconv.Itoa(code))
 	close(s.done)
-}
-
-// reserve listens on Options.Listen. With ListenAfter it closes the
-// listener again at once, keeping only the chosen address: until the late
-// listen a client sees connection refused (ref §1.3).
-func (s *Sidecar) reserve() (net.Listener, string, error) {
-	ln, err := net.Listen("tcp", s.opts.Listen)
-	if err != nil {
-		return nil, "", err
-	}
-	addr := ln.Addr().String()
-	if s.opts.ListenAfter > 0 {
-		ln.Close()
-		return nil, addr, nil
-	}
-	return ln, addr, nil
-}
-
-// serve starts accepting on ln unless the sidecar is already stopping.
-// Holding mu orders the listening event before any exit event.
-func (s *Sidecar) serve(ln net.Listener) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped || s.server.Start(ln) != nil {
-		ln.Close()
-		return
-	}
-	s.events.emit("listening", "addr", ln.Addr().String())
-}
-
-func (s *Sidecar) listenLater(addr string) {
-	if !s.wait(s.opts.ListenAfter) {
-		return
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		fmt.Fprintf(s.opts.Diagnostics, "emulator: late listen on %s: %v\n", addr, err)
-		s.stop(1)
-		return
-	}
-	s.serve(ln)
 }
 
 func (s *Sidecar) watch(ctx context.Context) {
@@ -209,10 +202,15 @@ func (s *Sidecar) watch(ctx context.Context) {
 	}
 }
 
-func (s *Sidecar) logRequest(r *Request, result string) {
-	peer := ""
-	if r.Peer != nil {
-		peer = r.Peer.String()
+// requestLogger returns the Server log function of listener name, which
+// writes request events.
+func (s *Sidecar) requestLogger(name string) func(r *Request, result string) {
+	return func(r *Request, result string) {
+		peer := ""
+		if r.Peer != nil {
+			peer = r.Peer.String()
+		}
+		s.events.emit("request", "method", r.Method, "path", r.Path, "status", result,
+			"peer", peer, "listener", name)
 	}
-	s.events.emit("request", "method", r.Method, "path", r.Path, "status", result, "peer", peer)
 }

@@ -34,6 +34,10 @@ type Request struct {
 	// LocalAddr, when set, is the local IP the connection is made from (used by tests that need a
 	// non-loopback peer address).
 	LocalAddr net.IP
+	// Dial, when set, makes the connection to addr (host:port) instead of a plain TCP dial; it
+	// also allows https URLs, for which it must return a connection that speaks TLS. It keeps
+	// crypto/tls out of this package and out of programs that never need it.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Response is what the server answered.
@@ -82,7 +86,12 @@ func Do(ctx context.Context, req *Request, bodyLimit int) (*Response, error) {
 	if err != nil {
 		return nil, e.with("request", err)
 	}
-	conn, err := dial(ctx, out.addr, req.LocalAddr)
+	var conn net.Conn
+	if req.Dial != nil {
+		conn, err = req.Dial(ctx, out.addr)
+	} else {
+		conn, err = dial(ctx, out.addr, req.LocalAddr)
+	}
 	if err != nil {
 		return nil, e.with("dial", contextError(ctx, err))
 	}

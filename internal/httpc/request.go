@@ -82,14 +82,20 @@ func checkURL(req *Request) (addr, target string, err error) {
 	switch {
 	case u == nil:
 		return "", "", errors.New("missing URL")
+	case strings.ToLower(u.Scheme) == "https" && req.Dial != nil:
+		// The Dial hook speaks TLS; httpc itself never links crypto/tls.
 	case strings.ToLower(u.Scheme) != "http":
-		return "", "", fmt.Errorf("unsupported scheme %q (only http)", u.Scheme)
+		return "", "", fmt.Errorf("unsupported scheme %q (only http, or https with a Dial hook)", u.Scheme)
 	case u.Opaque != "":
 		return "", "", errors.New("opaque URL not supported")
 	case !validHost(u.Host):
 		return "", "", fmt.Errorf("invalid host %q", u.Host)
 	}
-	host, port, err := splitHostPort(u.Host)
+	defaultPort := "80"
+	if strings.ToLower(u.Scheme) == "https" {
+		defaultPort = "443"
+	}
+	host, port, err := splitHostPort(u.Host, defaultPort)
 	if err != nil {
 		return "", "", err
 	}
@@ -122,7 +128,7 @@ func hostField(authority string) string {
 
 // splitHostPort splits an authority such as "h", "h:80" or "[::1]:80", defaulting the port to
 // 80. It is stricter than url.URL.Port, which silently drops a malformed port.
-func splitHostPort(authority string) (host, port string, err error) {
+func splitHostPort(authority, defaultPort string) (host, port string, err error) {
 	host, rest := authority, ""
 	if strings.HasPrefix(authority, "[") {
 		end := strings.IndexByte(authority, ']')
@@ -141,7 +147,7 @@ func splitHostPort(authority string) (host, port string, err error) {
 	}
 	port = strings.TrimPrefix(rest, ":")
 	if port == "" {
-		return host, "80", nil
+		return host, defaultPort, nil
 	}
 	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
 		return "", "", fmt.Errorf("invalid port %q", port)

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sidesync/sidesync/internal/logfmt"
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// check is "sidesync check": probe each configured or detected sidecar once and print a
+// table, to debug a pod. It exits 0 when every sidecar is ready, 69 otherwise.
+func (a *app) check() int {
+	a.resolve()
+	if len(a.cfg.Sidecars) == 0 {
+		fmt.Fprintln(a.stdout, "no sidecar configured or detected")
+		return 0
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "SIDECAR\tREADY URL\tSTATE\tQUIT URL\tNATIVE")
+	code := 0
+	for _, sc := range a.cfg.Sidecars {
+		state, ready := a.probeOnce(sc)
+		if !ready {
+			code = exitUnavailable
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", sc.Name, urlOf(sc.Ready), state, quitURLOf(sc.Quit), nativeText(sc))
+	}
+	w.Flush()
+	return code
+}
+
+// probeOnce probes a sidecar once and describes its state in a few words.
+func (a *app) probeOnce(sc sidecar.Sidecar) (string, bool) {
+	if sc.Ready == nil {
+		return "no readiness check", true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ProbeTimeout)
+	defer cancel()
+	r := sidecar.Probe(ctx, *sc.Ready)
+	if r.Ready {
+		return fmt.Sprintf("ready (%d, %v)", r.StatusCode, logfmt.Round(r.Took)), true
+	}
+	msg := r.Err.Error()
+	if len(msg) > 80 {
+		msg = msg[:77] + "..."
+	}
+	return "not ready: " + strings.ReplaceAll(msg, "\t", " "), false
+}
+
+func nativeText(sc sidecar.Sidecar) string {
+	switch {
+	case sc.Native && sc.StartupProbe:
+		return "yes, with startup probe"
+	case sc.Native:
+		return "yes"
+	}
+	return "no"
+}

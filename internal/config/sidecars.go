@@ -1,0 +1,311 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// compatQuit holds the quit calls a compatibility contract built: the main sidecar's, and
+// quit-only ones (scuttle's GENERIC_QUIT_ENDPOINTS).
+type compatQuit struct {
+	main  *sidecar.Call
+	extra []sidecar.Call
+}
+
+// spec is one --sidecar value: a profile and its overrides.
+type spec struct {
+	profile string
+	params  [][2]string // key, value in order
+	source  string      // the flag or variable it came from, for messages
+}
+
+// specValue is the --sidecar flag: PROFILE[:KEY=VALUE[,KEY=VALUE...]], repeatable, and a value
+// may hold several sidecars separated by commas (SIDESYNC_SIDECARS=istio,cloudsql). A comma
+// segment that starts with KEY= continues the previous sidecar's overrides; any other starts a
+// new sidecar.
+type specValue struct{ specs *[]spec }
+
+func (v specValue) String() string {
+	if v.specs == nil {
+		return ""
+	}
+	var names []string
+	for _, s := range *v.specs {
+		names = append(names, s.profile)
+	}
+	return strings.Join(names, ",")
+}
+
+func (v specValue) Set(s string) error {
+	parsed, err := parseSpecs(s)
+	if err != nil {
+		return err
+	}
+	*v.specs = append(*v.specs, parsed...)
+	return nil
+}
+
+// parseSpecs splits a --sidecar value into specs; see specValue.
+func parseSpecs(s string) ([]spec, error) {
+	var specs []spec
+	for seg := range strings.SplitSeq(s, ",") {
+		if seg = strings.TrimSpace(seg); seg == "" {
+			continue
+		}
+		eq, colon := strings.Index(seg, "="), strings.Index(seg, ":")
+		if eq >= 0 && (colon < 0 || eq < colon) {
+			if len(specs) == 0 {
+				return nil, fmt.Errorf("%q: a setting before any sidecar name", seg)
+			}
+			last := &specs[len(specs)-1]
+			k, v, _ := strings.Cut(seg, "=")
+			last.params = append(last.params, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
+			continue
+		}
+		name, rest, _ := strings.Cut(seg, ":")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if !sidecar.IsProfile(name) {
+			return nil, fmt.Errorf("unknown sidecar %q (known: %s)", name, strings.Join(sidecar.ProfileNames(), ", "))
+		}
+		sp := spec{profile: name}
+		if rest != "" {
+			k, v, ok := strings.Cut(rest, "=")
+			if !ok {
+				return nil, fmt.Errorf("%q: settings are KEY=VALUE", rest)
+			}
+			sp.params = append(sp.params, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
+		}
+		specs = append(specs, sp)
+	}
+	return specs, nil
+}
+
+// specKeys documents the overrides a spec accepts.
+const specKeys = "name, ready, quit, port, ready-port, quit-port, host, method, status, native, startup-probe"
+
+// sidecar builds the sidecar a spec describes; lookupEnv supplies DAPR_API_TOKEN.
+func (s spec) sidecar(lookupEnv func(string) (string, bool)) (sidecar.Sidecar, error) {
+	sc, _ := sidecar.Profile(s.profile)
+	// URLs first, so that port, method and status apply to them whatever the order given.
+	for _, first := range []bool{true, false} {
+		for _, kv := range s.params {
+			if isURLKey := kv[0] == "ready" || kv[0] == "quit"; isURLKey != first {
+				continue
+			}
+			if err := apply(&sc, kv[0], kv[1]); err != nil {
+				return sc, fmt.Errorf("%s=%q: %w", kv[0], kv[1], err)
+			}
+		}
+	}
+	switch {
+	case s.profile == "http" && sc.Ready == nil && sc.Quit == nil:
+		return sc, fmt.Errorf("the http sidecar needs ready=URL, quit=URL or both")
+	case s.profile == "tcp" && (sc.Ready == nil || sc.Ready.Kind != sidecar.TCP):
+		return sc, fmt.Errorf("the tcp sidecar needs ready=tcp://HOST:PORT")
+	}
+	if tok, ok := lookupEnv("DAPR_API_TOKEN"); ok && tok != "" && s.profile == "dapr" && sc.Quit != nil {
+		// Dapr checks the token on every call but its health endpoints (7.1).
+		sc.Quit.Header = append(sc.Quit.Header, sidecar.Header{Name: "dapr-api-token", Value: tok, Secret: true})
+	}
+	return sc, nil
+}
+
+// apply sets one override on sc.
+func apply(sc *sidecar.Sidecar, key, value string) error {
+	switch key {
+	case "name":
+		if value == "" || strings.ContainsAny(value, " \t=,:") {
+			return fmt.Errorf("not a usable name")
+		}
+		sc.Name = value
+	case "ready":
+		return setReady(sc, value)
+	case "quit":
+		return setQuit(sc, value)
+	case "port", "ready-port", "quit-port":
+		return setPort(sc, key, value)
+	case "host":
+		return setHost(sc, value)
+	case "method":
+		if sc.Quit == nil || value == "" || strings.ContainsAny(value, " \t\r\n") {
+			return fmt.Errorf("needs a quit URL and an HTTP method")
+		}
+		sc.Quit.Method = strings.ToUpper(value)
+	case "status":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 100 || n > 599 || sc.Ready == nil || sc.Ready.Kind != sidecar.HTTPStatus {
+			return fmt.Errorf("needs an HTTP readiness URL and a status from 100 to 599")
+		}
+		sc.Ready.Status = n
+	case "native", "startup-probe":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("not a boolean (use true or false)")
+		}
+		if key == "native" {
+			sc.Native = b
+		} else {
+			sc.StartupProbe = b
+		}
+	default:
+		return fmt.Errorf("unknown setting (known: %s)", specKeys)
+	}
+	return nil
+}
+
+func setReady(sc *sidecar.Sidecar, value string) error {
+	if value == "none" {
+		sc.Ready = nil
+		return nil
+	}
+	if strings.HasPrefix(value, "tcp://") {
+		u, err := url.Parse(value)
+		if err != nil || u.Hostname() == "" || u.Port() == "" {
+			return fmt.Errorf("must be tcp://HOST:PORT")
+		}
+		sc.Ready = &sidecar.Check{Kind: sidecar.TCP, URL: "tcp://" + u.Host}
+		return nil
+	}
+	u, err := parseURL(value)
+	if err != nil {
+		return err
+	}
+	kind := sidecar.HTTPStatus
+	if sc.Ready != nil && sc.Ready.Kind == sidecar.EnvoyAdmin && (u.Path == "" || u.Path == "/") {
+		kind = sidecar.EnvoyAdmin // an admin base URL for an Envoy profile
+	}
+	sc.Ready = &sidecar.Check{Kind: kind, URL: u.String()}
+	return nil
+}
+
+func setQuit(sc *sidecar.Sidecar, value string) error {
+	if value == "none" {
+		sc.Quit = nil
+		return nil
+	}
+	u, err := parseURL(value)
+	if err != nil {
+		return err
+	}
+	c := sidecar.Call{URL: u.String()}
+	if sc.Quit != nil {
+		c.Hints = sc.Quit.Hints
+	}
+	sc.Quit = &c
+	return nil
+}
+
+// setPort moves the readiness check, the quit call or both to another port.
+func setPort(sc *sidecar.Sidecar, key, value string) error {
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("not a port from 1 to 65535")
+	}
+	switch key {
+	case "ready-port":
+		*sc = sc.WithPorts(n, 0)
+	case "quit-port":
+		*sc = sc.WithPorts(0, n)
+	default:
+		*sc = sc.WithPorts(n, n)
+	}
+	return nil
+}
+
+// setHost moves the readiness check and the quit call to another host (localhost, ::1, ...).
+func setHost(sc *sidecar.Sidecar, value string) error {
+	if value == "" || strings.ContainsAny(value, "/@ []") {
+		return fmt.Errorf("not a host name or IP address")
+	}
+	*sc = sc.WithHost(value)
+	return nil
+}
+
+// buildSidecars derives the sidecars: the one that --admin, --ready-url and --quit-url (or a
+// compatibility contract) describe, then every --sidecar. None, and not disabled, means that
+// sidesync must detect them.
+func (p *parser) buildSidecars(cfg *Config) {
+	if cfg.Disabled {
+		return
+	}
+	cfg.Sidecars = p.legacySidecars()
+	for _, s := range p.raw.specs {
+		sc, err := s.sidecar(p.lookupEnv)
+		if err != nil {
+			p.problem(fmt.Errorf("%s: %s: %w", s.source, s.profile, err))
+			continue
+		}
+		p.checkLoopback(s.source, sc.Quit)
+		cfg.Sidecars = append(cfg.Sidecars, sc)
+	}
+	uniqueNames(cfg.Sidecars)
+	cfg.Detect = len(cfg.Sidecars) == 0
+}
+
+// legacySidecars is the sidecar of --admin, --ready-url and --quit-url (sidesync's first form,
+// which the article's and scuttle's contracts map to), plus quit-only ones for extra quit URLs.
+func (p *parser) legacySidecars() []sidecar.Sidecar {
+	r := &p.raw
+	if !p.given(flagAdmin) && !p.given(flagReadyURL) && !p.given(flagQuitURL) {
+		return nil
+	}
+	main := sidecar.Sidecar{Name: "envoy"}
+	switch {
+	case r.readyURL != "":
+		main.Name, main.Ready = "sidecar", &sidecar.Check{Kind: sidecar.HTTPStatus, URL: r.readyURL}
+	case p.given(flagAdmin):
+		main.Ready = &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: r.admin}
+	}
+	var extra []sidecar.Call
+	switch {
+	case p.compatQuit != nil:
+		main.Quit, extra = p.compatQuit.main, p.compatQuit.extra
+	case p.given(flagQuitURL) && len(r.quitURLs) > 0:
+		main.Quit = &sidecar.Call{URL: r.quitURLs[0]}
+		for _, u := range r.quitURLs[1:] {
+			extra = append(extra, sidecar.Call{URL: u})
+		}
+		p.checkLoopback(p.source[flagQuitURL], main.Quit)
+	case p.given(flagAdmin):
+		q := sidecar.EnvoyQuit(r.admin)
+		main.Quit = &q
+		p.checkLoopback(p.source[flagAdmin], main.Quit)
+	}
+	var out []sidecar.Sidecar
+	if main.Ready != nil || main.Quit != nil {
+		out = append(out, main)
+	}
+	for _, c := range extra {
+		if p.compatQuit == nil {
+			p.checkLoopback(p.source[flagQuitURL], &c)
+		}
+		u, _ := url.Parse(c.URL)
+		out = append(out, sidecar.Sidecar{Name: u.Host, Quit: &c})
+	}
+	return out
+}
+
+// checkLoopback refuses a quit call outside loopback unless --allow-remote-quit: a quit is for
+// this pod's own sidecar.
+func (p *parser) checkLoopback(source string, c *sidecar.Call) {
+	if c == nil || p.raw.allowRemoteQuit || IsLoopback(c.URL) {
+		return
+	}
+	p.problem(fmt.Errorf("%s: quit URL %s is not on a loopback address; quitting a sidecar of another pod is refused unless --%s (%s=true) is given",
+		source, c.URL, flagAllowRemote, EnvName(flagAllowRemote)))
+}
+
+// uniqueNames makes the sidecars' names unique for logs: istio, istio-2, ...
+func uniqueNames(scs []sidecar.Sidecar) {
+	seen := make(map[string]int)
+	for i := range scs {
+		seen[scs[i].Name]++
+		if n := seen[scs[i].Name]; n > 1 {
+			scs[i].Name += "-" + strconv.Itoa(n)
+		}
+	}
+}

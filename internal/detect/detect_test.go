@@ -1,0 +1,168 @@
+package detect
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// writePodInfo writes a downward-API volume the way the kubelet does: key="quoted value" lines.
+func writePodInfo(t *testing.T, annotations, labels map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name string, m map[string]string) {
+		var b strings.Builder
+		for k, v := range m {
+			b.WriteString(k + "=" + strconvQuote(v) + "\n")
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("annotations", annotations)
+	write("labels", labels)
+	return dir
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+func mustProfile(t *testing.T, name string) sidecar.Sidecar {
+	t.Helper()
+	sc, ok := sidecar.Profile(name)
+	if !ok {
+		t.Fatalf("no profile %s", name)
+	}
+	return sc
+}
+
+func names(found []Found) []string {
+	var out []string
+	for _, f := range found {
+		out = append(out, f.Sidecar.Name)
+	}
+	return out
+}
+
+func TestFromAnnotations(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		labels      map[string]string
+		want        []sidecar.Sidecar
+		wantNote    string
+	}{
+		{"istio", map[string]string{istioStatus: `{"initContainers":["istio-init"],"containers":["istio-proxy"],"revision":"default"}`}, nil,
+			[]sidecar.Sidecar{mustProfile(t, "istio")}, ""},
+		{"istio native, agent on another port", map[string]string{istioStatus: `{"initContainers":["istio-validation","istio-proxy"],"containers":[]}`, istioStatusPort: "15030"}, nil,
+			[]sidecar.Sidecar{func() sidecar.Sidecar { s := mustProfile(t, "istio").WithPorts(0, 15030); s.Native = true; return s }()}, ""},
+		{"linkerd with shutdown", map[string]string{linkerdVersion: "edge-26.8.3", linkerdShutdown: "enabled", linkerdAdminPort: "4192"}, nil,
+			[]sidecar.Sidecar{mustProfile(t, "linkerd").WithPorts(4192, 4192)}, ""},
+		{"linkerd without shutdown", map[string]string{linkerdVersion: "edge-26.8.3"}, nil,
+			[]sidecar.Sidecar{mustProfile(t, "linkerd")}, "config.linkerd.io/proxy-admin-shutdown: enabled"},
+		{"linkerd native (beta spelling)", map[string]string{linkerdVersion: "v2", "config.beta.linkerd.io/proxy-enable-native-sidecar": "true"}, nil,
+			[]sidecar.Sidecar{func() sidecar.Sidecar { s := mustProfile(t, "linkerd"); s.Native = true; return s }()}, ""},
+		{"consul", map[string]string{consulInjected: "injected", consulGracefulPort: "20700"}, nil,
+			[]sidecar.Sidecar{mustProfile(t, "consul").WithPorts(0, 20700)}, ""},
+		{"kuma", map[string]string{kumaInjected: "true"}, nil, []sidecar.Sidecar{mustProfile(t, "kuma")}, ""},
+		{"dapr on another port", map[string]string{daprEnabled: "true", daprHTTPPort: "3600"}, nil,
+			[]sidecar.Sidecar{mustProfile(t, "dapr").WithPorts(3600, 3600)}, ""},
+		{"osm label", nil, map[string]string{osmProxyLabel: "1b9c"}, []sidecar.Sidecar{mustProfile(t, "osm")}, ""},
+		{"vault with quit", map[string]string{vaultInjected: "injected", vaultEnableQuit: "true"}, nil, []sidecar.Sidecar{mustProfile(t, "vault")}, ""},
+		{"vault without quit", map[string]string{vaultInjected: "injected"}, nil, []sidecar.Sidecar{{Name: "vault"}}, "agent-enable-quit"},
+		{"vault pre-populate only is no sidecar", map[string]string{vaultInjected: "injected", vaultPrePopulate: "true"}, nil, nil, ""},
+		{"bad port is ignored", map[string]string{kumaInjected: "true", kumaAdminPort: "x"}, nil, []sidecar.Sidecar{mustProfile(t, "kuma")}, "ignoring port"},
+		{"istio and dapr", map[string]string{istioStatus: "{}", daprEnabled: "true"}, nil, []sidecar.Sidecar{mustProfile(t, "istio"), mustProfile(t, "dapr")}, ""},
+		{"nothing", map[string]string{"app": "x"}, map[string]string{"app": "y"}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writePodInfo(t, tt.annotations, tt.labels)
+			r := Detect(context.Background(), Options{PodInfoDir: dir, LookupEnv: noEnv})
+			var got []sidecar.Sidecar
+			var notes []string
+			for _, f := range r.Found {
+				got = append(got, f.Sidecar)
+				notes = append(notes, f.Notes...)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("sidecars (-want +got):\n%s", diff)
+			}
+			if tt.wantNote != "" && !strings.Contains(strings.Join(notes, "\n"), tt.wantNote) {
+				t.Errorf("notes %q lack %q", notes, tt.wantNote)
+			}
+			if len(tt.want) > 0 && !strings.Contains(r.Source, dir) {
+				t.Errorf("source %q", r.Source)
+			}
+		})
+	}
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+// TestNothingFound: without a downward-API volume and outside Kubernetes, detection says what it
+// tried.
+func TestNothingFound(t *testing.T) {
+	r := Detect(context.Background(), Options{PodInfoDir: filepath.Join(t.TempDir(), "absent"), KubeAPI: true, ServiceAccountDir: t.TempDir(), LookupEnv: noEnv})
+	if len(r.Found) != 0 || len(r.Tried) != 2 || !strings.Contains(r.Tried[0], "no downward-API volume") || !strings.Contains(r.Tried[1], "not in a Kubernetes pod") {
+		t.Errorf("got %+v", r)
+	}
+}
+
+// TestFromPod reads Pod objects as the API returns them.
+func TestFromPod(t *testing.T) {
+	const podJSON = `{"metadata":{"name":"job-x","namespace":"ns1","annotations":{"sidecar.istio.io/status":"{}"}},
+	"spec":{"initContainers":[
+	  {"name":"istio-proxy","image":"istio/proxyv2:1.28","restartPolicy":"Always","startupProbe":{"httpGet":{"path":"/healthz/ready","port":15021}}},
+	  {"name":"setup","image":"busybox"}],
+	"containers":[
+	  {"name":"job","image":"example/job"},
+	  {"name":"cloud-sql-proxy","image":"gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.28.0","args":["--health-check","--http-port=9190","--quitquitquit","--admin-port","9191","p:r:i"]},
+	  {"name":"envoy","image":"840364872350.dkr.ecr.us-west-2.amazonaws.com/aws-appmesh-envoy:v1.29"},
+	  {"name":"vault-agent","image":"hashicorp/vault"}]}}`
+	var p pod
+	if err := json.Unmarshal([]byte(podJSON), &p); err != nil {
+		t.Fatal(err)
+	}
+	found := fromPod(&p)
+	if diff := cmp.Diff([]string{"istio", "cloudsql", "appmesh", "vault"}, names(found)); diff != "" {
+		t.Fatalf("found (-want +got):\n%s", diff)
+	}
+	if ist := found[0].Sidecar; !ist.Native || !ist.StartupProbe {
+		t.Errorf("istio: native %v, startup probe %v; want both", ist.Native, ist.StartupProbe)
+	}
+	csql := found[1].Sidecar
+	if csql.Ready.URL != "http://127.0.0.1:9190/startup" || csql.Quit.URL != "http://localhost:9191/quitquitquit" || csql.Native {
+		t.Errorf("cloudsql: %+v %+v", csql.Ready, csql.Quit)
+	}
+}
+
+func TestCloudSQLFlags(t *testing.T) {
+	tests := []struct {
+		args             []string
+		wantReady, wantQ string
+	}{
+		{[]string{"p:r:i"}, "", ""},
+		{[]string{"--health-check", "--quitquitquit", "p:r:i"}, "http://127.0.0.1:9090/startup", "http://localhost:9091/quitquitquit"},
+		{[]string{"-health-check=true", "--http-port", "8090", "--quitquitquit=false"}, "http://127.0.0.1:8090/startup", ""},
+	}
+	for _, tt := range tests {
+		f := Found{Sidecar: mustProfile(t, "cloudsql")}
+		cloudSQLFlags(&f, tt.args)
+		var gotR, gotQ string
+		if f.Sidecar.Ready != nil {
+			gotR = f.Sidecar.Ready.URL
+		}
+		if f.Sidecar.Quit != nil {
+			gotQ = f.Sidecar.Quit.URL
+		}
+		if gotR != tt.wantReady || gotQ != tt.wantQ {
+			t.Errorf("%q: ready %q quit %q; want %q %q", tt.args, gotR, gotQ, tt.wantReady, tt.wantQ)
+		}
+	}
+}
