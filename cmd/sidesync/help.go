@@ -10,19 +10,27 @@ import (
 const helpIntro = `sidesync keeps a command in step with the sidecars of its Kubernetes pod.
 
 Usage:
-  sidesync [flags] -- CMD [ARGS...]   wait for the sidecar, run CMD, tell the sidecar to quit,
+  sidesync [flags] -- CMD [ARGS...]   wait for the sidecars, run CMD, tell the sidecars to quit,
                                       exit with CMD's exit code
-  sidesync wait [flags]               only wait until the sidecar is ready
-  sidesync quit [flags]               only tell the sidecar to quit
+  sidesync wait [flags]               only wait until the sidecars are ready
+  sidesync quit [flags]               only tell the sidecars to quit
+  sidesync check [flags]              probe each sidecar once and print a table
   sidesync demo                       watch the whole job against an emulated Envoy on loopback
   sidesync version                    print the version
-  sidesync emulate envoy [flags]      run the emulated Envoy admin (for tests and trials)
+  sidesync emulate PROFILE [flags]    run an emulated sidecar (for tests and trials); -h for its flags
 
-By default the sidecar is Envoy with its admin on http://127.0.0.1:15000 (Open Service Mesh):
-sidesync probes GET /ready every 20ms until it answers 200 (LIVE), for at most 2 minutes, then
-runs CMD; when CMD ends it sends POST /quitquitquit (retried, at most 10s in all).
+Sidecars: --sidecar istio --sidecar cloudsql (or SIDESYNC_SIDECARS=istio,cloudsql) names them by
+profile: envoy, osm, istio, linkerd, consul, kuma, dapr, cloudsql, vault, appmesh, http, tcp.
+Overrides follow a colon: cloudsql:ready-port=9090,quit-port=9091; http:ready=URL,quit=URL;
+tcp:ready=tcp://127.0.0.1:5432; keys: name, ready, quit, port, ready-port, quit-port, host, method,
+status, native, startup-probe. With no sidecar configured, sidesync detects them from the pod's
+annotations (a downward-API volume at --pod-info) or from the pod in the Kubernetes API; if it
+finds none it runs CMD at once and says so. Native sidecars (init containers with restartPolicy:
+Always) are never told to quit, and are waited for unless they have a startup probe.
 
-Every flag has a SIDESYNC_* environment variable (in brackets); a flag wins over its variable.
+Waiting probes every 20ms until the sidecar answers ready, for at most 2 minutes; quitting is
+retried and ends within 10s. Every flag has a SIDESYNC_* environment variable (in brackets); a
+flag wins over its variable.
 `
 
 const helpContracts = `

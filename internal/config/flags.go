@@ -185,6 +185,10 @@ func PrintFlags(w io.Writer) {
 		default:
 			def = " (default " + def + ")"
 		}
-		fmt.Fprintf(w, "%s\n      %s%s [%s]\n", head, usage, def, EnvName(f.Name))
+		env := EnvName(f.Name)
+		if f.Name == flagSidecar {
+			env += ", " + env + "S"
+		}
+		fmt.Fprintf(w, "%s\n      %s%s [%s]\n", head, usage, def, env)
 	})
 }
