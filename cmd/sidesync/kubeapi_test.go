@@ -1,0 +1,100 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sidesync/sidesync/internal/kubetest"
+)
+
+// podWithSidecars is a Job pod as the API stores it: Linkerd's proxy as a native sidecar (no
+// startup probe), and the Cloud SQL Auth Proxy as an ordinary container whose flags give its
+// ports.
+func podWithSidecars(linkerdPort, sqlHTTP, sqlAdmin string) map[string]any {
+	return map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{
+			"name": "job-pod",
+			"annotations": map[string]any{
+				"linkerd.io/proxy-version":     "edge-26.8.3",
+				"config.linkerd.io/admin-port": linkerdPort,
+			},
+		},
+		"spec": map[string]any{
+			"serviceAccountName":           "job",
+			"automountServiceAccountToken": false,
+			"restartPolicy":                "Never",
+			"initContainers": []any{map[string]any{
+				"name": "linkerd-proxy", "image": "cr.l5d.io/linkerd/proxy:edge-26.8.3", "restartPolicy": "Always",
+			}},
+			"containers": []any{
+				map[string]any{"name": "job", "image": "example/job:1"},
+				map[string]any{"name": "cloud-sql-proxy", "image": "gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.28.0",
+					"args": []any{"--health-check", "--http-port=" + sqlHTTP, "--quitquitquit", "--admin-port", sqlAdmin, "p:r:i"}},
+			},
+		},
+	}
+}
+
+// serviceAccountDir writes what Kubernetes mounts into a pod for its service account.
+func serviceAccountDir(t *testing.T, c *kubetest.Cluster, token, namespace string) string {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := os.ReadFile(c.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{"token": token, "ca.crt": string(ca), "namespace": namespace} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestDetectFromKubernetesAPI runs sidesync with no sidecar configured inside a "pod" of a real
+// kube-apiserver: it reads its own Pod with the service account's token, finds Linkerd (a native
+// sidecar: waited for, never told to quit) and the Cloud SQL Auth Proxy (waited for on the port
+// its flags give, then told to quit). Without RBAC permission it says why and runs the command
+// at once.
+func TestDetectFromKubernetesAPI(t *testing.T) {
+	c := kubetest.Start(t)
+	const ns = "jobs"
+	c.CreateNamespace(t, ns)
+	c.CreateServiceAccount(t, ns, "job")
+	c.CreateServiceAccount(t, ns, "other")
+	linkerd := startProfile(t, "linkerd", "--ready-after", "100ms")
+	csql := startProfile(t, "cloudsql", "--ready-after", "200ms")
+	c.CreatePod(t, ns, podWithSidecars(linkerd.port("admin"), csql.port("http"), csql.port("admin")))
+	c.CreateRole(t, ns, "read-own-pod", kubetest.PolicyRule{Resources: []string{"pods"}, Verbs: []string{"get"}, ResourceNames: []string{"job-pod"}})
+	c.CreateRoleBinding(t, ns, "job-reads-pod", "read-own-pod", kubetest.Subject{Kind: "ServiceAccount", Name: "job", Namespace: ns})
+	token := c.ServiceAccountToken(t, ns, "job")
+	c.WaitForStatus(t, token, "GET", "/api/v1/namespaces/"+ns+"/pods/job-pod", 200)
+	env := []string{"KUBERNETES_SERVICE_HOST=" + c.Host, "KUBERNETES_SERVICE_PORT=" + c.Port, "HOSTNAME=job-pod"}
+	noPodInfo := filepath.Join(t.TempDir(), "no-podinfo")
+
+	r := sidesync(t, env, "--pod-info", noPodInfo, "--service-account-dir", serviceAccountDir(t, c, token, ns), "--", bin.testcmd, "exit", "0")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	mustContain(t, r.stderr, "detected sidecar sidecar=linkerd from=\"the Kubernetes API, pod jobs/job-pod\"",
+		"detected sidecar sidecar=cloudsql", "waiting for a native sidecar", "sidecar ready sidecar=linkerd",
+		"sidecar ready sidecar=cloudsql", "not telling a native sidecar to quit")
+	if linkerd.quits() != 0 || csql.quits() != 1 {
+		t.Errorf("quits: linkerd %d (native: want 0), cloudsql %d (want 1)", linkerd.quits(), csql.quits())
+	}
+
+	other := c.ServiceAccountToken(t, ns, "other")
+	r = sidesync(t, env, "--pod-info", noPodInfo, "--service-account-dir", serviceAccountDir(t, c, other, ns), "--", bin.testcmd, "exit", "5")
+	if r.code != 5 {
+		t.Errorf("without permission: exit %d, want the command's 5", r.code)
+	}
+	mustContain(t, r.stderr, "403 Forbidden: the service account may not read its own pod", "no sidecar configured or detected")
+	if strings.Count(r.stderr, "no sidecar configured or detected") != 1 {
+		t.Errorf("the fallback was not said exactly once:\n%s", r.stderr)
+	}
+}
