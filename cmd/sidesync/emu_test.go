@@ -1,8 +1,8 @@
 package main
 
 import (
+	"net"
 	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,7 +84,10 @@ func (e *emu) port(listener string) string {
 	if !ok {
 		e.t.Fatalf("emulator has no listener %q (has %v)", listener, e.addrs)
 	}
-	_, port, _ := strings.Cut(addr, ":")
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		e.t.Fatalf("listener %q address %q: %v", listener, addr, err)
+	}
 	return port
 }
 

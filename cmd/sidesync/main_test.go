@@ -169,9 +169,15 @@ type result struct {
 // sidesync runs sidesync with args and extra environment variables, and waits for it.
 func sidesync(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return runProgram(t, env, bin.sidesync, args...)
+}
+
+// runProgram runs a program that runs sidesync, and waits for it.
+func runProgram(t *testing.T, env []string, program string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin.sidesync, args...)
+	cmd := exec.CommandContext(ctx, program, args...)
 	cmd.Env = testEnv(env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

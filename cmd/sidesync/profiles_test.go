@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -195,21 +196,36 @@ func TestDaprWaitsOnOutbound(t *testing.T) {
 	}
 }
 
-// TestLocalhostIPv6: a sidecar that listens on ::1 only is reached at "localhost" when localhost
-// resolves to ::1; sidesync never assumes localhost is 127.0.0.1.
+// TestLocalhostIPv6: sidesync never takes "localhost" to mean 127.0.0.1. It resolves the name
+// and tries every address: a sidecar on ::1 only is reached when localhost is ::1, and one on
+// 127.0.0.1 only is still reached when localhost resolves to ::1 first. Each case runs sidesync
+// in a mount namespace of its own with that /etc/hosts (needs root and util-linux's unshare).
 func TestLocalhostIPv6(t *testing.T) {
-	addrs, _ := net.LookupHost("localhost")
-	has6 := false
-	for _, a := range addrs {
-		has6 = has6 || a == "::1"
+	unshare, err := exec.LookPath("unshare")
+	if os.Geteuid() != 0 || err != nil {
+		t.Skip("needs root and unshare to give sidesync its own /etc/hosts")
 	}
-	if !has6 {
-		t.Skipf("localhost resolves to %v here, not ::1", addrs)
+	if l, err := net.Listen("tcp", "[::1]:0"); err != nil {
+		t.Skip("no IPv6 loopback here")
+	} else {
+		l.Close()
 	}
-	e := startProfile(t, "cloudsql", "--listen", "http=[::1]:0", "--listen", "admin=[::1]:0")
-	r := sidesync(t, nil, "--sidecar", "cloudsql:host=localhost,ready-port="+e.port("http")+",quit-port="+e.port("admin"), "--", bin.testcmd, "exit", "0")
-	if r.code != 0 || e.waitExit() != 0 {
-		t.Errorf("exit %d; stderr:\n%s", r.code, r.stderr)
+	for _, tc := range []struct{ name, hosts, listen string }{
+		{"localhost is ::1 only", "::1 localhost\n", "[::1]:0"},
+		{"::1 first, sidecar on 127.0.0.1", "::1 localhost\n127.0.0.1 localhost\n", "127.0.0.1:0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hosts := filepath.Join(t.TempDir(), "hosts")
+			os.WriteFile(hosts, []byte(tc.hosts), 0o644)
+			e := startProfile(t, "cloudsql", "--listen", "http="+tc.listen, "--listen", "admin="+tc.listen)
+			spec := "cloudsql:host=localhost,ready-port=" + e.port("http") + ",quit-port=" + e.port("admin")
+			r := runProgram(t, nil, unshare, "--mount", "sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, hosts,
+				bin.sidesync, "--sidecar", spec, "--", bin.testcmd, "exit", "0")
+			if r.code != 0 || e.waitExit() != 0 {
+				t.Errorf("exit %d; stderr:\n%s", r.code, r.stderr)
+			}
+			mustContain(t, r.stderr, "sidecar ready sidecar=cloudsql url=http://localhost:", "sidecar quit sidecar=cloudsql url=http://localhost:")
+		})
 	}
 }
 
