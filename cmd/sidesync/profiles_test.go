@@ -244,7 +244,7 @@ func TestNativeSidecars(t *testing.T) {
 	if r.code != 0 || e.quits() != 0 || e.requests("/healthz/ready") != before {
 		t.Errorf("native with startup probe: exit %d, %d quits, %d new probes; want 0, 0, 0", r.code, e.quits(), e.requests("/healthz/ready")-before)
 	}
-	mustContain(t, r.stderr, "startup probe Kubernetes waited for")
+	mustContain(t, r.stderr, "startup probe Kubernetes waited for", "sidesync has nothing to wait for or quit")
 }
 
 // TestDetectFromAnnotations: with no sidecar configured, the pod's annotations in a downward-API

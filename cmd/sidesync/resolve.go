@@ -29,11 +29,18 @@ func (a *app) resolve() {
 			}
 		}
 	}
+	handled := len(a.cfg.Sidecars) > 0
 	for _, sc := range a.cfg.Sidecars {
 		a.log.Debug("sidecar", "sidecar", sc.Name, "ready", urlOf(sc.Ready), "quit", quitURLOf(sc.Quit), "native", sc.Native)
 		if sc.Native {
 			a.log.Info("native sidecar: the kubelet stops it after the job, so it will not be told to quit", "sidecar", sc.Name)
 		}
+		handled = handled && sc.Native && (sc.StartupProbe || sc.Ready == nil)
+	}
+	if handled {
+		// Said plainly: Kubernetes already orders these sidecars before the job and stops them
+		// after it; what sidesync still adds is exit codes, signals and reaping.
+		a.log.Info("every sidecar is native with a startup probe: Kubernetes already starts the job after them and stops them after it, so sidesync has nothing to wait for or quit")
 	}
 }
 

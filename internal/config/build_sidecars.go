@@ -1,0 +1,94 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// buildSidecars derives the sidecars: the one that --admin, --ready-url and --quit-url (or a
+// compatibility contract) describe, then every --sidecar. None, and not disabled, means that
+// sidesync must detect them.
+func (p *parser) buildSidecars(cfg *Config) {
+	if cfg.Disabled {
+		return
+	}
+	cfg.Sidecars = p.legacySidecars()
+	for _, s := range p.raw.specs {
+		sc, err := s.sidecar(p.lookupEnv)
+		if err != nil {
+			p.problem(fmt.Errorf("%s: %s: %w", s.source, s.profile, err))
+			continue
+		}
+		p.checkLoopback(s.source, sc.Quit)
+		cfg.Sidecars = append(cfg.Sidecars, sc)
+	}
+	uniqueNames(cfg.Sidecars)
+	cfg.Detect = len(cfg.Sidecars) == 0
+}
+
+// legacySidecars is the sidecar of --admin, --ready-url and --quit-url (sidesync's first form,
+// which the article's and scuttle's contracts map to), plus quit-only ones for extra quit URLs.
+func (p *parser) legacySidecars() []sidecar.Sidecar {
+	r := &p.raw
+	if !p.given(flagAdmin) && !p.given(flagReadyURL) && !p.given(flagQuitURL) {
+		return nil
+	}
+	main := sidecar.Sidecar{Name: "envoy"}
+	switch {
+	case r.readyURL != "":
+		main.Name, main.Ready = "sidecar", &sidecar.Check{Kind: sidecar.HTTPStatus, URL: r.readyURL}
+	case p.given(flagAdmin):
+		main.Ready = &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: r.admin}
+	}
+	var extra []sidecar.Call
+	switch {
+	case p.compatQuit != nil:
+		main.Quit, extra = p.compatQuit.main, p.compatQuit.extra
+	case p.given(flagQuitURL) && len(r.quitURLs) > 0:
+		main.Quit = &sidecar.Call{URL: r.quitURLs[0]}
+		for _, u := range r.quitURLs[1:] {
+			extra = append(extra, sidecar.Call{URL: u})
+		}
+		p.checkLoopback(p.source[flagQuitURL], main.Quit)
+	case p.given(flagAdmin):
+		q := sidecar.EnvoyQuit(r.admin)
+		main.Quit = &q
+		p.checkLoopback(p.source[flagAdmin], main.Quit)
+	}
+	var out []sidecar.Sidecar
+	if main.Ready != nil || main.Quit != nil {
+		out = append(out, main)
+	}
+	for _, c := range extra {
+		if p.compatQuit == nil {
+			p.checkLoopback(p.source[flagQuitURL], &c)
+		}
+		u, _ := url.Parse(c.URL)
+		out = append(out, sidecar.Sidecar{Name: u.Host, Quit: &c})
+	}
+	return out
+}
+
+// checkLoopback refuses a quit call outside loopback unless --allow-remote-quit: a quit is for
+// this pod's own sidecar.
+func (p *parser) checkLoopback(source string, c *sidecar.Call) {
+	if c == nil || p.raw.allowRemoteQuit || IsLoopback(c.URL) {
+		return
+	}
+	p.problem(fmt.Errorf("%s: quit URL %s is not on a loopback address; quitting a sidecar of another pod is refused unless --%s (%s=true) is given",
+		source, c.URL, flagAllowRemote, EnvName(flagAllowRemote)))
+}
+
+// uniqueNames makes the sidecars' names unique for logs: istio, istio-2, ...
+func uniqueNames(scs []sidecar.Sidecar) {
+	seen := make(map[string]int)
+	for i := range scs {
+		seen[scs[i].Name]++
+		if n := seen[scs[i].Name]; n > 1 {
+			scs[i].Name += "-" + strconv.Itoa(n)
+		}
+	}
+}
