@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,11 +27,17 @@ type Options struct {
 type Process struct {
 	Pid   int
 	Path  string // the file that was executed
-	proc  *os.Process
 	group bool
 	tty   *terminal // non-nil while the command's group owns the terminal
 	done  chan Status
+
+	mu     sync.Mutex
+	pidfd  int  // -1 without pidfd support, or once reaped
+	reaped bool // without a pidfd, signals must not go to a PID that may be reused
 }
+
+// errProcessDone is returned when signalling a command that has been reaped.
+var errProcessDone = os.ErrProcessDone
 
 // Start starts argv[0] with arguments argv[1:], resolving argv[0] through PATH as execvp(3)
 // does: 127 if nothing is found, 126 if only non-executable files are.
@@ -42,9 +49,13 @@ func (r *Reaper) Start(argv []string, o Options) (*Process, error) {
 	if err != nil {
 		return nil, startError(argv[0], err)
 	}
-	attr := &os.ProcAttr{
-		Env:   o.Env,
-		Files: []*os.File{o.Stdin, o.Stdout, o.Stderr},
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	attr := &syscall.ProcAttr{
+		Env:   env,
+		Files: []uintptr{fdOf(o.Stdin), fdOf(o.Stdout), fdOf(o.Stderr)},
 		Sys:   &syscall.SysProcAttr{Setpgid: o.NewGroup},
 	}
 	tty := foregroundTerminal(o.Stdin)
@@ -57,13 +68,33 @@ func (r *Reaper) Start(argv []string, o Options) (*Process, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	proc, err := os.StartProcess(path, argv, attr)
+	// syscall.ForkExec rather than os.StartProcess: the latter forks an extra process on first
+	// use to check that pidfds work, which costs milliseconds where forks are slow (gVisor).
+	pid, err := syscall.ForkExec(path, argv, attr)
 	if err != nil {
 		return nil, startError(path, err)
 	}
-	p := &Process{Pid: proc.Pid, Path: path, proc: proc, group: o.NewGroup, tty: tty, done: make(chan Status, 1)}
+	p := &Process{Pid: pid, Path: path, pidfd: openPidfd(pid), group: o.NewGroup, tty: tty, done: make(chan Status, 1)}
 	r.waiting[p.Pid] = p
 	return p, nil
+}
+
+// fdOf is the descriptor to pass for f; -1 closes it in the child, as os.StartProcess does.
+func fdOf(f *os.File) uintptr {
+	if f == nil {
+		return ^uintptr(0)
+	}
+	return f.Fd()
+}
+
+// openPidfd returns a pidfd for pid, or -1 where the kernel has none (before Linux 5.3). It is
+// opened while the Reaper's lock is held, so pid cannot have been reaped and reused yet.
+func openPidfd(pid int) int {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
 }
 
 // Done delivers the command's Status once, when it has been reaped.
@@ -73,8 +104,16 @@ func (p *Process) finish(st Status) {
 	if p.tty != nil {
 		p.tty.reclaim()
 	}
+	// Close the pidfd with the lock held, so that a concurrent Signal never uses a descriptor
+	// number that something else may reuse.
+	p.mu.Lock()
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
+	p.reaped = true
+	p.mu.Unlock()
 	p.done <- st
-	p.proc.Release()
 }
 
 // Signal sends sig to the command, or to its whole process group when toGroup is set and the
@@ -84,7 +123,16 @@ func (p *Process) Signal(sig syscall.Signal, toGroup bool) error {
 	if toGroup && p.group {
 		return unix.Kill(-p.Pid, sig)
 	}
-	return p.proc.Signal(sig)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.reaped:
+		return errProcessDone
+	case p.pidfd >= 0:
+		return unix.PidfdSendSignal(p.pidfd, sig, nil, 0)
+	default:
+		return unix.Kill(p.Pid, sig)
+	}
 }
 
 // lookPath finds file the way execvp does: a name with a slash is used as is; otherwise each PATH

@@ -1,23 +1,12 @@
-// Package realsidecar runs real sidecar programs for tests, so that sidesync's readiness and quit
-// logic is exercised against the real thing rather than an imitation of it.
-//
-// The sidecars are built from source by scripts in .ci/ into a cache directory outside the
-// repository; this package only runs them, and skips the test when a binary is missing (or fails
-// it, when the matching *_REQUIRED variable is set, as CI may do). It uses only the standard
-// library.
 package realsidecar
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -81,6 +70,31 @@ func CloudSQLBinDir() string {
 // process if it is still running and waits for it, and logs its output if the test failed.
 func StartCloudSQLProxy(t testing.TB) *CloudSQLProxy {
 	t.Helper()
+	path := findCloudSQLProxy(t)
+	ports, err := freePorts(3)
+	if err != nil {
+		t.Fatalf("realsidecar: picking ports: %v", err)
+	}
+	p := &CloudSQLProxy{
+		HTTPPort:  ports[0],
+		AdminPort: ports[1],
+		SQLPort:   ports[2],
+		Path:      path,
+		out:       &syncBuffer{},
+		done:      make(chan struct{}),
+	}
+	if err := p.start(); err != nil {
+		t.Fatalf("realsidecar: starting %s: %v", path, err)
+	}
+	t.Cleanup(func() { p.cleanup(t) })
+	return p
+}
+
+// findCloudSQLProxy returns the path of cloud-sql-proxy in CloudSQLBinDir. It skips the test
+// when the binary is missing or not executable, or fails it when EnvCloudSQLRequired is set, so
+// that a CI run which built it cannot skip silently.
+func findCloudSQLProxy(t testing.TB) string {
+	t.Helper()
 	dir := CloudSQLBinDir()
 	path := filepath.Join(dir, "cloud-sql-proxy")
 	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
@@ -94,20 +108,12 @@ func StartCloudSQLProxy(t testing.TB) *CloudSQLProxy {
 	if stamp, err := os.ReadFile(filepath.Join(dir, "stamp")); err == nil {
 		t.Logf("realsidecar: %s", strings.TrimSpace(string(stamp)))
 	}
+	return path
+}
 
-	ports, err := freePorts(3)
-	if err != nil {
-		t.Fatalf("realsidecar: picking ports: %v", err)
-	}
-	p := &CloudSQLProxy{
-		HTTPPort:  ports[0],
-		AdminPort: ports[1],
-		SQLPort:   ports[2],
-		Path:      path,
-		out:       &syncBuffer{},
-		done:      make(chan struct{}),
-	}
-	p.cmd = exec.Command(path,
+// args returns the proxy's command-line arguments, shown in StartCloudSQLProxy's doc comment.
+func (p *CloudSQLProxy) args() []string {
+	return []string{
 		"--token", "fake-token",
 		"--health-check",
 		"--http-address", "127.0.0.1",
@@ -116,33 +122,40 @@ func StartCloudSQLProxy(t testing.TB) *CloudSQLProxy {
 		"--admin-port", strconv.Itoa(p.AdminPort),
 		"--port", strconv.Itoa(p.SQLPort),
 		CloudSQLInstance,
-	)
+	}
+}
+
+// start starts the proxy and a goroutine that records its exit code and closes p.done.
+func (p *CloudSQLProxy) start() error {
+	p.cmd = exec.Command(p.Path, p.args()...)
 	p.cmd.Env = proxyEnv()
 	p.cmd.Stdout = p.out // the same comparable writer: exec calls Write from one goroutine
 	p.cmd.Stderr = p.out
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("realsidecar: starting %s: %v", path, err)
+		return err
 	}
 	go func() {
 		_ = p.cmd.Wait() // a non-zero exit is reported through ProcessState
 		p.code = p.cmd.ProcessState.ExitCode()
 		close(p.done)
 	}()
+	return nil
+}
 
-	t.Cleanup(func() {
-		if !p.Exited() {
-			_ = p.cmd.Process.Kill()
-			select {
-			case <-p.done:
-			case <-time.After(exitTimeout):
-				t.Errorf("realsidecar: cloud-sql-proxy (pid %d) did not exit %v after SIGKILL", p.cmd.Process.Pid, exitTimeout)
-			}
+// cleanup kills the proxy if it is still running and waits for it, so that no process outlives
+// its test, and logs the proxy's output if the test failed.
+func (p *CloudSQLProxy) cleanup(t testing.TB) {
+	if !p.Exited() {
+		_ = p.cmd.Process.Kill()
+		select {
+		case <-p.done:
+		case <-time.After(exitTimeout):
+			t.Errorf("realsidecar: cloud-sql-proxy (pid %d) did not exit %v after SIGKILL", p.cmd.Process.Pid, exitTimeout)
 		}
-		if t.Failed() {
-			t.Logf("realsidecar: cloud-sql-proxy output:\n%s", p.Output())
-		}
-	})
-	return p
+	}
+	if t.Failed() {
+		t.Logf("realsidecar: cloud-sql-proxy output:\n%s", p.Output())
+	}
 }
 
 // StartupURL returns the health check's startup probe, http://127.0.0.1:HTTPPort/startup.
@@ -200,48 +213,4 @@ func proxyEnv() []string {
 		env = append(env, kv)
 	}
 	return env
-}
-
-// freePorts returns n distinct TCP ports that were free on 127.0.0.1. All n listeners are held
-// open together so that the ports differ; they are closed before returning, so another process
-// could still take one before the proxy binds it (it then exits with a bind error).
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		addr, ok := l.Addr().(*net.TCPAddr)
-		if !ok {
-			return nil, errors.New("listener address is not TCP")
-		}
-		ports = append(ports, addr.Port)
-	}
-	return ports, nil
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
