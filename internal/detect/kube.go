@@ -2,8 +2,6 @@ package detect
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,33 +105,6 @@ func podIdentity(o Options) (ns, name string) {
 		name, _ = os.Hostname()
 	}
 	return ns, name
-}
-
-// tlsDialer returns a dial function that speaks TLS to the API server, trusting only the
-// cluster's CA.
-func tlsDialer(caFile, host string) (func(context.Context, string) (net.Conn, error), error) {
-	pem, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the cluster CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("no certificate in %s", caFile)
-	}
-	cfg := &tls.Config{RootCAs: pool, ServerName: host, MinVersion: tls.VersionTLS12}
-	return func(ctx context.Context, addr string) (net.Conn, error) {
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		tc := tls.Client(c, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			c.Close()
-			return nil, err
-		}
-		return tc, nil
-	}, nil
 }
 
 // containers returns the pod's containers and native sidecars by name.
