@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -48,8 +47,8 @@ func (s *suite) measureOverhead(r *results) error {
 // memoryResult is sidesync's peak memory in one situation.
 type memoryResult struct {
 	what          string
-	maxRSS        int64 // KiB, from wait4's rusage: the peak resident set
-	anon, fileRSS int64 // KiB, sampled from /proc just before the end: private memory, and the binary's own clean pages
+	maxRSS        int64 // KiB: VmHWM, the peak resident set of sidesync's own image
+	anon, fileRSS int64 // KiB, at the last sample: private memory, and the binary's own clean pages
 }
 
 // measureMemory reads sidesync's peak RSS while it waits for a sidecar for several seconds, and
@@ -66,13 +65,13 @@ func (s *suite) measureMemory(r *results) error {
 		}
 		defer em.kill()
 		waiting, err := s.peakRSS(b.path, "waiting "+hold+" for a sidecar"+b.name,
-			[]string{"--admin", "http://" + em.addr, "--quit", "never", "--", "true"}, holdOf(hold))
+			[]string{"--admin", "http://" + em.addr, "--quit", "never", "--", "true"})
 		if err != nil {
 			return err
 		}
 		secs := strings.TrimSuffix(hold, "s")
 		supervising, err := s.peakRSS(b.path, "supervising `sleep "+secs+"`"+b.name,
-			[]string{"--admin", "http://" + em.addr, "--quit", "never", "--", "sleep", secs}, holdOf(hold))
+			[]string{"--admin", "http://" + em.addr, "--quit", "never", "--", "sleep", secs})
 		if err != nil {
 			return err
 		}
@@ -81,42 +80,52 @@ func (s *suite) measureMemory(r *results) error {
 	return nil
 }
 
-func holdOf(s string) time.Duration { d, _ := time.ParseDuration(s); return d }
-
-// peakRSS runs sidesync with args and reports its peak RSS, sampling /proc near the end.
-func (s *suite) peakRSS(binary, what string, args []string, hold time.Duration) (memoryResult, error) {
+// peakRSS runs sidesync with args and follows its memory in /proc until it exits. wait4's
+// ru_maxrss would not do: Linux counts in it the RSS of the image replaced at exec, which for a
+// child forked from this (larger) program is this program's own.
+func (s *suite) peakRSS(binary, what string, args []string) (memoryResult, error) {
 	m := memoryResult{what: what}
 	cmd := exec.Command(binary, args...)
 	cmd.Env = s.env()
 	if err := cmd.Start(); err != nil {
 		return m, err
 	}
-	time.Sleep(hold * 3 / 4) // sampling moment, not synchronisation: nothing waits on it
-	m.anon, m.fileRSS = procRSS(cmd.Process.Pid)
-	if err := cmd.Wait(); err != nil {
-		return m, fmt.Errorf("sidesync: %w", err)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return m, fmt.Errorf("sidesync: %w", err)
+			}
+			return m, nil
+		case <-tick.C:
+			if hwm, anon, file, ok := procMemory(cmd.Process.Pid); ok {
+				m.maxRSS, m.anon, m.fileRSS = max(m.maxRSS, hwm), anon, file
+			}
+		}
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.maxRSS = ru.Maxrss
-	}
-	return m, nil
 }
 
-// procRSS reads RssAnon and RssFile (KiB) of a process.
-func procRSS(pid int) (anon, file int64) {
+// procMemory reads VmHWM, RssAnon and RssFile (KiB) of a process.
+func procMemory(pid int) (hwm, anon, file int64, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0, false
 	}
 	for l := range strings.SplitSeq(string(b), "\n") {
 		k, v, _ := strings.Cut(l, ":")
 		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		switch k {
+		case "VmHWM":
+			hwm, ok = n, true
 		case "RssAnon":
 			anon = n
 		case "RssFile":
 			file = n
 		}
 	}
-	return anon, file
+	return hwm, anon, file, ok
 }

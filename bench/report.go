@@ -82,7 +82,7 @@ func (r *results) overheadTable(b *strings.Builder) {
 }
 
 func (r *results) memoryTable(b *strings.Builder) {
-	b.WriteString("### Memory\n\nPeak RSS from `wait4`'s rusage; the split, sampled near the end from `/proc`, is private memory (anonymous) and the binary's own clean, shared, reclaimable pages (file).\n\n")
+	b.WriteString("### Memory\n\nPeak RSS is `VmHWM` of sidesync's process, followed in `/proc` every 20 ms until it exits; the split, at the last sample, is private memory (anonymous) and the binary's own clean, shared, reclaimable pages (file).\n\n")
 	b.WriteString("| situation | peak RSS | anonymous | file |\n| --- | --- | --- | --- |\n")
 	for _, m := range r.memory {
 		fmt.Fprintf(b, "| %s | **%.2f MiB** | %.2f MiB | %.2f MiB |\n", m.what, mib(m.maxRSS), mib(m.anon), mib(m.fileRSS))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -206,10 +207,12 @@ func skipTrailers(br *bufio.Reader) error {
 	}
 }
 
-// appendN appends exactly n bytes from r to b. It grows b as data arrives rather than by n up
-// front, so a server announcing a large size costs nothing until it sends the bytes.
+// appendN appends exactly n bytes from r to b. It grows b once, to the size that is known,
+// rather than by bytes.Buffer's 512-byte steps: probes run 50 times a second, and their garbage
+// is what a waiting sidesync's memory grows by. Callers bound n by the body limit (64 KiB by
+// default), so a server announcing a huge size cannot make it allocate more than that.
 func appendN(r io.Reader, b []byte, n int64) ([]byte, error) {
-	buf := bytes.NewBuffer(b)
-	_, err := io.CopyN(buf, r, n)
-	return buf.Bytes(), unexpectedEOF(err)
+	b = slices.Grow(b, int(n))
+	got, err := io.ReadFull(r, b[len(b):len(b)+int(n)])
+	return b[:len(b)+got], unexpectedEOF(err)
 }
