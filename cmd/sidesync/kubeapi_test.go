@@ -84,7 +84,7 @@ func TestDetectFromKubernetesAPI(t *testing.T) {
 	mustContain(t, r.stderr, "detected sidecar sidecar=linkerd from=\"the Kubernetes API, pod jobs/job-pod\"",
 		"detected sidecar sidecar=cloudsql", "waiting for a native sidecar", "sidecar ready sidecar=linkerd",
 		"sidecar ready sidecar=cloudsql", "not telling a native sidecar to quit")
-	if linkerd.quits() != 0 || csql.quits() != 1 {
+	if csql.waitExit() != 0 || linkerd.quits() != 0 || csql.quits() != 1 {
 		t.Errorf("quits: linkerd %d (native: want 0), cloudsql %d (want 1)", linkerd.quits(), csql.quits())
 	}
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,6 +65,9 @@ func TestNeverReady(t *testing.T) {
 			}
 			if _, err := os.Stat(marker); (err == nil) != tt.wantRan {
 				t.Errorf("command ran: %v, want %v", err == nil, tt.wantRan)
+			}
+			if tt.wantQuits > 0 {
+				e.waitExit() // every event has been read once it has exited
 			}
 			if e.quits() != tt.wantQuits {
 				t.Errorf("quit requests %d, want %d", e.quits(), tt.wantQuits)
@@ -150,13 +154,41 @@ func closedAdmin(t *testing.T) string {
 }
 
 // TestLateListen: connection refused while the sidecar is not listening yet is "not ready".
+// The emulator starts only once sidesync has logged a refused probe, so the order does not
+// depend on timing.
 func TestLateListen(t *testing.T) {
-	e := startEmu(t, "--listen-after", "200ms")
-	r := sidesync(t, nil, "--admin", e.admin(), "--", bin.testcmd, "exit", "0")
-	if r.code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", r.code, r.stderr)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	mustContain(t, r.stderr, "connection refused", "sidecar ready")
+	addr := l.Addr().String()
+	l.Close() // nothing listens here until the emulator below
+	cmd := exec.Command(bin.sidesync, "--admin", "http://"+addr, "--", bin.testcmd, "exit", "0")
+	cmd.Env = testEnv(nil)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	log := lines(stderr)
+	var seen []string
+	for l := next(t, log, "a refused probe"); !strings.Contains(l, "connection refused"); l = next(t, log, "a refused probe") {
+		seen = append(seen, l)
+	}
+	e := startProfile(t, "envoy", "--listen", addr)
+	for l := range log {
+		seen = append(seen, l)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("sidesync: %v; stderr:\n%s", err, strings.Join(seen, "\n"))
+	}
+	mustContain(t, strings.Join(seen, "\n"), "sidecar ready")
+	if e.waitExit() != 0 || e.quits() != 1 {
+		t.Errorf("quits %d, want 1", e.quits())
+	}
 }
 
 // TestStdio: stdout carries the command's bytes and nothing else, even with debug logs, and

@@ -108,7 +108,7 @@ func TestOneSidecarNeverReady(t *testing.T) {
 	if r.code != 69 {
 		t.Errorf("exit %d, want 69; stderr:\n%s", r.code, r.stderr)
 	}
-	if envoy.quits() != 1 || linkerd.quits() != 1 {
+	if envoy.waitExit() != 0 || linkerd.waitExit() != 0 || envoy.quits() != 1 || linkerd.quits() != 1 {
 		t.Errorf("quits: envoy %d, linkerd %d; want 1 each", envoy.quits(), linkerd.quits())
 	}
 	mustContain(t, r.stderr, "linkerd: sidecar not ready after", "503 Service Unavailable: not ready")
@@ -235,7 +235,8 @@ func TestNativeSidecars(t *testing.T) {
 	e := startProfile(t, "istio", "--ready-after", "100ms")
 	ports := "ready-port=" + e.port("envoy-status") + ",quit-port=" + e.port("status")
 	r := sidesync(t, nil, "--sidecar", "istio:native=true,"+ports, "--", bin.testcmd, "exit", "0")
-	if r.code != 0 || e.quits() != 0 || e.requests("/healthz/ready") == 0 {
+	e.await("request", func(f map[string]string) bool { return f["path"] == "/healthz/ready" })
+	if r.code != 0 || e.quits() != 0 {
 		t.Errorf("native: exit %d, %d quits, %d probes; want 0, 0, some", r.code, e.quits(), e.requests("/healthz/ready"))
 	}
 	mustContain(t, r.stderr, "not telling a native sidecar to quit")

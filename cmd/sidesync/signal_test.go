@@ -180,7 +180,7 @@ func TestSignalDuringWait(t *testing.T) {
 			if _, err := os.Stat(marker); err == nil {
 				t.Error("the command ran")
 			}
-			if e.quits() != 1 {
+			if e.waitExit() != 0 || e.quits() != 1 {
 				t.Errorf("emulator got %d quit requests, want 1", e.quits())
 			}
 			mustContain(t, r.stderr.String(), "stopped waiting for the sidecar", "ignoring signal")

@@ -25,7 +25,7 @@ func TestArticleContract(t *testing.T) {
 		e := startEmu(t, "--never-ready")
 		env := []string{"PROXY=true", "proxyEndpoint=" + e.admin() + "/", "interval=0", "maxRetries=2"}
 		r := sidesync(t, env, "--", bin.testcmd, "exit", "0")
-		if r.code != 69 || e.requests("/ready") != 3 {
+		if r.code != 69 || e.waitExit() != 0 || e.requests("/ready") != 3 {
 			t.Errorf("exit code %d after %d probes, want 69 after 3; stderr:\n%s", r.code, e.requests("/ready"), r.stderr)
 		}
 	})
@@ -45,7 +45,7 @@ func TestScuttleContract(t *testing.T) {
 		generic := startEmu(t)
 		env := []string{"ENVOY_ADMIN_API=" + e.admin(), "GENERIC_QUIT_ENDPOINTS=" + generic.admin() + "/quitquitquit"}
 		r := sidesync(t, env, "--", bin.testcmd, "exit", "0")
-		if r.code != 0 || e.quits() != 1 || generic.quits() != 1 {
+		if r.code != 0 || e.waitExit() != 0 || generic.waitExit() != 0 || e.quits() != 1 || generic.quits() != 1 {
 			t.Errorf("exit %d, quits %d and %d; stderr:\n%s", r.code, e.quits(), generic.quits(), r.stderr)
 		}
 	})
