@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -167,18 +166,7 @@ func TestCompatErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse(ModeWait, nil, envOf(tt.env...))
-			var ue *UsageError
-			if !errors.As(err, &ue) {
-				t.Fatalf("Parse: got %v, want a *UsageError", err)
-			}
-			if len(ue.Problems) != len(tt.want) {
-				t.Errorf("got %d problems, want %d:\n%v", len(ue.Problems), len(tt.want), err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error does not mention %q:\n%v", w, err)
-				}
-			}
+			checkProblems(t, err, tt.want)
 		})
 	}
 }

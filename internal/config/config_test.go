@@ -202,19 +202,26 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse(tt.mode, tt.args, envOf(tt.env...))
-			var ue *UsageError
-			if !errors.As(err, &ue) {
-				t.Fatalf("Parse: got %v, want a *UsageError", err)
-			}
-			if len(ue.Problems) != len(tt.want) {
-				t.Errorf("got %d problems, want %d:\n%v", len(ue.Problems), len(tt.want), err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error does not mention %q:\n%v", w, err)
-				}
-			}
+			checkProblems(t, err, tt.want)
 		})
+	}
+}
+
+// checkProblems fails unless err is a *UsageError with one problem per entry of want, each
+// entry found in the message.
+func checkProblems(t *testing.T, err error, want []string) {
+	t.Helper()
+	var ue *UsageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("Parse: got %v, want a *UsageError", err)
+	}
+	if len(ue.Problems) != len(want) {
+		t.Errorf("got %d problems, want %d:\n%v", len(ue.Problems), len(want), err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not mention %q:\n%v", w, err)
+		}
 	}
 }
 
