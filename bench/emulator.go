@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	emu "github.com/sidesync/sidesync/internal/emulator"
 )
 
 // emulator is "sidesync emulate envoy" running as a process, with its events.
@@ -23,11 +24,7 @@ type emulator struct {
 }
 
 // event is one line the emulator printed: name, fields, and its time.
-type event struct {
-	name   string
-	fields map[string]string
-	at     time.Time
-}
+type event = emu.Event
 
 // startEmulator starts an emulated Envoy with the given knobs and waits for its address.
 func (s *suite) startEmulator(knobs ...string) (*emulator, error) {
@@ -56,13 +53,16 @@ func (s *suite) startEmulator(knobs ...string) (*emulator, error) {
 // read collects events until the emulator exits.
 func (e *emulator) read(sc *bufio.Scanner, addr chan<- string) {
 	for sc.Scan() {
-		ev := parseEvent(sc.Text())
+		ev, err := emu.ParseEvent(sc.Text())
+		if err != nil {
+			continue
+		}
 		e.mu.Lock()
 		e.events = append(e.events, ev)
 		e.mu.Unlock()
-		if ev.name == "address" {
+		if ev.Name == "address" {
 			select {
-			case addr <- ev.fields["addr"]:
+			case addr <- ev.Get("addr"):
 			default:
 			}
 		}
@@ -74,30 +74,12 @@ func (e *emulator) read(sc *bufio.Scanner, addr chan<- string) {
 	close(e.done)
 }
 
-func parseEvent(line string) event {
-	words := strings.Fields(line)
-	ev := event{fields: make(map[string]string)}
-	if len(words) == 0 {
-		return ev
-	}
-	ev.name = words[0]
-	for _, w := range words[1:] {
-		if k, v, ok := strings.Cut(w, "="); ok {
-			ev.fields[k] = v
-		}
-	}
-	if ns, err := strconv.ParseInt(ev.fields["t"], 10, 64); err == nil {
-		ev.at = time.Unix(0, ns)
-	}
-	return ev
-}
-
 // find returns the first event named name whose fields match, if any.
 func (e *emulator) find(name string, match func(map[string]string) bool) (event, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, ev := range e.events {
-		if ev.name == name && (match == nil || match(ev.fields)) {
+		if ev.Name == name && (match == nil || match(ev.Fields)) {
 			return ev, true
 		}
 	}
@@ -110,7 +92,7 @@ func (e *emulator) all(name string, match func(map[string]string) bool) []event 
 	defer e.mu.Unlock()
 	var out []event
 	for _, ev := range e.events {
-		if ev.name == name && (match == nil || match(ev.fields)) {
+		if ev.Name == name && (match == nil || match(ev.Fields)) {
 			out = append(out, ev)
 		}
 	}

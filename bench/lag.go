@@ -104,7 +104,7 @@ func (s *suite) lagOnce(p policy, delay time.Duration) (launched, running time.D
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("the command printed %q", stdout.String())
 	}
-	return started.Sub(live.at), time.Unix(0, ns).Sub(live.at), probeRate(em.all("request", isReadyProbe)), nil
+	return started.Sub(live.Time), time.Unix(0, ns).Sub(live.Time), probeRate(em.all("request", isReadyProbe)), nil
 }
 
 // logTime finds the time of sidesync's JSON log line with message msg.
@@ -127,6 +127,6 @@ func probeRate(probes []event) float64 {
 	if len(probes) < 2 {
 		return 0
 	}
-	span := probes[len(probes)-1].at.Sub(probes[0].at).Seconds()
+	span := probes[len(probes)-1].Time.Sub(probes[0].Time).Seconds()
 	return float64(len(probes)-1) / span
 }

@@ -72,7 +72,7 @@ func (s *suite) quitOnce(n int) (request, exited time.Duration, err error) {
 		if !ok {
 			return 0, 0, fmt.Errorf("a sidecar got no quit request")
 		}
-		request, exited = max(request, q.at.Sub(exitAt)), max(exited, gone.Sub(exitAt))
+		request, exited = max(request, q.Time.Sub(exitAt)), max(exited, gone.Sub(exitAt))
 	}
 	return request, exited, nil
 }

@@ -6,11 +6,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/internal/emulator"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -68,9 +68,9 @@ func (a *app) startEmulator(self string) (*child.Process, string, error) {
 	a.log.Info(fmt.Sprintf("started an emulated Envoy that turns LIVE after %v", demoReadyAfter), "pid", em.Pid)
 	events := bufio.NewScanner(r)
 	for events.Scan() {
-		if ev, fields := parseEvent(events.Text()); ev == "address" {
+		if ev, err := emulator.ParseEvent(events.Text()); err == nil && ev.Name == "address" {
 			go a.relay(events, r)
-			return em, fields["addr"], nil
+			return em, ev.Get("addr"), nil
 		}
 	}
 	r.Close()
@@ -83,7 +83,11 @@ func (a *app) startEmulator(self string) (*child.Process, string, error) {
 func (a *app) relay(events *bufio.Scanner, r io.Closer) {
 	defer r.Close()
 	for events.Scan() {
-		ev, f := parseEvent(events.Text())
+		e, err := emulator.ParseEvent(events.Text())
+		if err != nil {
+			continue
+		}
+		ev, f := e.Name, e.Fields
 		switch {
 		case ev == "state":
 			a.log.Info("envoy: state " + f["state"])
@@ -107,21 +111,6 @@ func (a *app) awaitEmulator(em *child.Process) {
 		_ = em.Signal(syscall.SIGKILL, false)
 		<-em.Done()
 	}
-}
-
-// parseEvent splits an emulator event line "name key=value ... t=N".
-func parseEvent(line string) (string, map[string]string) {
-	words := strings.Fields(line)
-	if len(words) == 0 {
-		return "", nil
-	}
-	fields := make(map[string]string, len(words)-1)
-	for _, w := range words[1:] {
-		if k, v, ok := strings.Cut(w, "="); ok {
-			fields[k] = v
-		}
-	}
-	return words[0], fields
 }
 
 // demoJob is the demo's command: it stands for the real job.

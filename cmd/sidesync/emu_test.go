@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sidesync/sidesync/internal/emulator"
 )
 
 // emu is an emulated Envoy ("sidesync emulate envoy") running as a real process, with the event
@@ -52,9 +54,12 @@ func startProfile(t *testing.T, profile string, knobs ...string) *emu {
 	c := lines(stdout)
 	go func() {
 		for l := range c {
-			name, fields := parseEvent(l)
+			ev, err := emulator.ParseEvent(l)
+			if err != nil {
+				continue
+			}
 			e.mu.Lock()
-			e.events = append(e.events, event{name, fields})
+			e.events = append(e.events, event{ev.Name, ev.Fields})
 			e.notify()
 			e.mu.Unlock()
 		}

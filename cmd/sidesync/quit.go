@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os/signal"
 	"sync"
 	"time"
 
@@ -92,17 +91,6 @@ func (a *app) quitOne(sc sidecar.Sidecar) bool {
 		log.Info("sidecar quit", "url", res.URL, "status", res.StatusCode, "took", res.Took, "attempts", res.Attempts)
 	}
 	return true
-}
-
-// waitOnly is "sidesync wait": 0 when ready (or start-anyway), 69 when not, 128+N on a signal.
-func (a *app) waitOnly() int {
-	a.listen()
-	defer signal.Stop(a.sigs)
-	a.resolve()
-	if code, ok := a.waitPhase(); !ok {
-		return code
-	}
-	return 0
 }
 
 // quitOnly is "sidesync quit": 0 when every sidecar took the request, 69 otherwise.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/signal"
 	"syscall"
 	"time"
 
@@ -112,4 +113,15 @@ func (a *app) pendingStop() (syscall.Signal, bool) {
 			return 0, false
 		}
 	}
+}
+
+// waitOnly is "sidesync wait": 0 when ready (or start-anyway), 69 when not, 128+N on a signal.
+func (a *app) waitOnly() int {
+	a.listen()
+	defer signal.Stop(a.sigs)
+	a.resolve()
+	if code, ok := a.waitPhase(); !ok {
+		return code
+	}
+	return 0
 }
