@@ -8,14 +8,13 @@ import (
 	"github.com/sidesync/sidesync/sidecar"
 )
 
-// buildSidecars derives the sidecars: the one that --admin, --ready-url and --quit-url (or a
-// compatibility contract) describe, then every --sidecar. None, and not disabled, means that
-// sidesync must detect them.
+// buildSidecars derives the sidecars: the one that --admin, --ready-url and --quit-url describe
+// (or those a compatibility contract locates, when none of sidesync's own settings does), then
+// every --sidecar. Everything is checked even when disabled, so that switching sidesync off
+// does not hide a mistake; a disabled config then has no sidecars. None, and not disabled,
+// means that sidesync must detect them.
 func (p *parser) buildSidecars(cfg *Config) {
-	if cfg.Disabled {
-		return
-	}
-	cfg.Sidecars = p.legacySidecars()
+	scs := append(p.legacySidecars(), p.compatSidecars...)
 	for _, s := range p.raw.specs {
 		sc, err := s.sidecar(p.lookupEnv)
 		if err != nil {
@@ -23,14 +22,18 @@ func (p *parser) buildSidecars(cfg *Config) {
 			continue
 		}
 		p.checkLoopback(s.source, sc.Quit)
-		cfg.Sidecars = append(cfg.Sidecars, sc)
+		scs = append(scs, sc)
 	}
-	uniqueNames(cfg.Sidecars)
-	cfg.Detect = len(cfg.Sidecars) == 0
+	uniqueNames(scs)
+	if cfg.Disabled {
+		return
+	}
+	cfg.Sidecars = scs
+	cfg.Detect = len(scs) == 0
 }
 
-// legacySidecars is the sidecar of --admin, --ready-url and --quit-url (sidesync's first form,
-// which the article's and scuttle's contracts map to), plus quit-only ones for extra quit URLs.
+// legacySidecars is the sidecar of --admin, --ready-url and --quit-url (sidesync's first form),
+// plus quit-only ones for extra quit URLs.
 func (p *parser) legacySidecars() []sidecar.Sidecar {
 	r := &p.raw
 	if !p.given(flagAdmin) && !p.given(flagReadyURL) && !p.given(flagQuitURL) {
@@ -45,8 +48,6 @@ func (p *parser) legacySidecars() []sidecar.Sidecar {
 	}
 	var extra []sidecar.Call
 	switch {
-	case p.compatQuit != nil:
-		main.Quit, extra = p.compatQuit.main, p.compatQuit.extra
 	case p.given(flagQuitURL) && len(r.quitURLs) > 0:
 		main.Quit = &sidecar.Call{URL: r.quitURLs[0]}
 		for _, u := range r.quitURLs[1:] {
@@ -63,9 +64,7 @@ func (p *parser) legacySidecars() []sidecar.Sidecar {
 		out = append(out, main)
 	}
 	for _, c := range extra {
-		if p.compatQuit == nil {
-			p.checkLoopback(p.source[flagQuitURL], &c)
-		}
+		p.checkLoopback(p.source[flagQuitURL], &c)
 		u, _ := url.Parse(c.URL)
 		out = append(out, sidecar.Sidecar{Name: u.Host, Quit: &c})
 	}

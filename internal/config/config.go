@@ -1,8 +1,28 @@
 // Package config turns sidesync's flags, its SIDESYNC_* environment variables and the
 // environment variables of the tools it replaces (the article's PROXY/proxyEndpoint/interval/
-// maxRetries and scuttle's ENVOY_ADMIN_API family) into one validated Config. Precedence: a flag,
-// then its SIDESYNC_* variable, then scuttle's and the article's variables, then the default.
-// Every problem is reported, all at once, naming the flag or variable (a *UsageError).
+// maxRetries and scuttle's ENVOY_ADMIN_API family) into one validated Config.
+//
+// Precedence, the same for waiting and for quitting: a flag, then its SIDESYNC_* variable, then
+// the article's and scuttle's variables, then the default. Settings are of two kinds:
+//
+//   - Where the sidecars are. sidesync's own --sidecar, --admin, --ready-url, --quit-url and
+//     --disabled (or their SIDESYNC_* variables) decide it whenever any of them is set; the
+//     other tools' location variables (PROXY with proxyEndpoint, ENVOY_ADMIN_API with the
+//     Istio agent quit derived from it, ISTIO_QUIT_API, GENERIC_QUIT_ENDPOINTS) are then
+//     ignored, for the wait and the quit alike, and a Note says so. Otherwise PROXY=true
+//     locates the sidecar at proxyEndpoint (default DefaultAdmin), PROXY set to anything else
+//     means no sidecar, scuttle's variables without ENVOY_ADMIN_API or GENERIC_QUIT_ENDPOINTS
+//     mean no sidecar, and both contracts locating (or one refusing) the sidecar is a usage
+//     error. With none of these, sidesync detects the sidecars.
+//   - How to wait and quit (timeouts, retries, policies, logging). Each of the other tools'
+//     behaviour variables sets its one setting unless a flag or SIDESYNC_* variable sets it.
+//
+// The article's variables count only with PROXY exactly "true" (its own comparison): interval,
+// maxRetries and proxyEndpoint are common names that applications use for their own purposes.
+//
+// Every problem is reported, all at once, naming the flag or variable (a *UsageError); values
+// are validated even where they end up unused (--disabled). No problem or Note ever shows a
+// URL's user or password.
 package config
 
 import (
@@ -64,6 +84,10 @@ type Config struct {
 	Wait     bool              // wait for readiness before starting the command
 	Sidecars []sidecar.Sidecar // the sidecars configured; none means Detect
 	Detect   bool              // find the pod's sidecars at start (nothing configured)
+	// RequireSidecar makes sidesync fail (exit 69, without running the command) when sidecar
+	// detection could not look (API refused, TLS failure, timeout) or found nothing; without it
+	// sidesync warns and runs the command.
+	RequireSidecar bool
 	// PodInfoDir is the downward-API volume with the pod's "annotations" and "labels" files.
 	PodInfoDir string
 	// KubeAPI allows asking the Kubernetes API for the pod, with the service account in
@@ -127,8 +151,7 @@ func Parse(mode Mode, args []string, lookupEnv func(string) (string, bool)) (*Co
 		return nil, ErrHelp
 	}
 	p.applyEnv()
-	p.applyScuttle()
-	p.applyArticle()
+	p.applyCompat()
 	cfg := p.build(rest)
 	if len(p.problems) > 0 {
 		return nil, &UsageError{Problems: p.problems}

@@ -123,19 +123,10 @@ func TestParse(t *testing.T) {
 		{"bool flag forms", []string{"--no-wait", "--disabled=false"}, nil, with(func(v *view) { v.Wait = false })},
 		{"bool variable", nil, []string{"SIDESYNC_DISABLED=TRUE"}, with(func(v *view) { v.Disabled, v.Detect = true, false })},
 		{"remote quit allowed", []string{"--admin", "http://10.0.0.5:15000", "--allow-remote-quit"}, nil, with(envoyAt("http://10.0.0.5:15000"))},
-		{"remote quit irrelevant when disabled", []string{"--admin", "http://10.0.0.5:15000", "--disabled"}, nil, with(func(v *view) {
-			v.Disabled, v.Detect = true, false
-		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse(ModeWait, tt.args, envOf(tt.env...))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			if diff := cmp.Diff(tt.want, viewOf(cfg)); diff != "" {
-				t.Errorf("config (-want +got):\n%s", diff)
-			}
+			checkView(t, tt.args, tt.env, tt.want)
 		})
 	}
 }
@@ -193,6 +184,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad bool variable", ModeWait, nil, []string{"SIDESYNC_NO_WAIT=yes"}, []string{`SIDESYNC_NO_WAIT="yes": not a boolean`}},
 		{"zero interval", ModeWait, []string{"--interval", "0"}, nil, []string{`--interval "0": must be more than 0`}},
 		{"remote quit refused", ModeWait, []string{"--admin", "http://10.1.2.3:15000"}, nil, []string{"--admin: quit URL http://10.1.2.3:15000/quitquitquit is not on a loopback address"}},
+		{"remote quit refused even when disabled", ModeWait, []string{"--admin", "http://10.0.0.5:15000", "--disabled"}, nil, []string{"--admin: quit URL http://10.0.0.5:15000/quitquitquit is not on a loopback address"}},
 		{"remote quit url refused", ModeWait, nil, []string{"SIDESYNC_QUIT_URL=http://vault.svc:8200/agent/v1/quit"}, []string{"SIDESYNC_QUIT_URL: quit URL http://vault.svc:8200/agent/v1/quit is not on a loopback address"}},
 		{"no command", ModeRun, []string{"--timeout=1s"}, nil, []string{"no command given"}},
 		{"command for wait", ModeWait, []string{"--", "true"}, nil, []string{"unexpected arguments for sidesync wait"}},
@@ -209,6 +201,18 @@ func TestUsageErrors(t *testing.T) {
 
 // checkProblems fails unless err is a *UsageError with one problem per entry of want, each
 // entry found in the message.
+// checkView parses args and env as "sidesync wait" and compares the result with want.
+func checkView(t *testing.T, args, env []string, want view) {
+	t.Helper()
+	cfg, err := Parse(ModeWait, args, envOf(env...))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if diff := cmp.Diff(want, viewOf(cfg)); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+}
+
 func checkProblems(t *testing.T, err error, want []string) {
 	t.Helper()
 	var ue *UsageError

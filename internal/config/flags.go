@@ -15,6 +15,7 @@ type raw struct {
 	admin, readyURL    string
 	quitURLs           []string
 	disabled, noWait   bool
+	requireSidecar     bool
 	backoff            string
 	interval, maxDelay time.Duration
 	fastFirst          bool
@@ -45,6 +46,7 @@ const (
 	flagReadyURL     = "ready-url"
 	flagQuitURL      = "quit-url"
 	flagDisabled     = "disabled"
+	flagRequire      = "require-sidecar"
 	flagNoWait       = "no-wait"
 	flagBackoff      = "backoff"
 	flagInterval     = "interval"
@@ -77,11 +79,12 @@ func newFlagSet(r *raw) *flag.FlagSet {
 		terminationLog: DefaultTerminationLog, podInfo: DefaultPodInfoDir, kubeAPI: true,
 		serviceAccountDir: DefaultServiceAccountDir,
 	}
-	fs.Var(specValue{&r.specs}, flagSidecar, "a `sidecar` to wait for and quit: a profile ("+strings.Join(sidecar.ProfileNames(), ", ")+"), optionally with overrides, e.g. cloudsql:port=9090 or http:ready=URL,quit=URL; repeatable, or comma-separated")
+	fs.Var(specValue{&r.specs}, flagSidecar, "a `sidecar` to wait for and quit: a profile ("+strings.Join(sidecar.ProfileNames(), ", ")+"), optionally with overrides, e.g. linkerd:port=4192, cloudsql:ready-port=9090,quit-port=9091 or http:ready=URL,quit=URL; repeatable, or comma-separated")
 	fs.Var(urlValue{&r.admin}, flagAdmin, "Envoy admin base `URL` (OSM: http://127.0.0.1:15000): wait until GET <URL>/ready answers 200 (LIVE), quit with POST <URL>/quitquitquit")
 	fs.Var(urlValue{&r.readyURL}, flagReadyURL, "wait on this `URL` instead (any 2xx answer means ready)")
 	fs.Var(urlListValue{&r.quitURLs}, flagQuitURL, "POST these `URLs` to quit instead (repeat the flag or separate with commas)")
 	fs.Var(boolValue{&r.disabled}, flagDisabled, "touch no sidecar: just run the command (and still reap, forward signals, keep exit codes)")
+	fs.Var(boolValue{&r.requireSidecar}, flagRequire, "fail (exit 69, without running the command) when sidecar detection could not look (API refused, TLS failure, timeout) or found nothing; without it sidesync warns and runs the command")
 	fs.Var(boolValue{&r.noWait}, flagNoWait, "start the command at once, without waiting (the sidecar is still told to quit)")
 	fs.Var(choiceValue{&r.backoff, []string{backoffConstant, backoffExponential, backoffPolly}}, flagBackoff, "delays between probes: `constant`, exponential (doubling) or polly (the article's decorrelated jitter)")
 	fs.Var(durationValue{&r.interval}, flagInterval, "constant: the `delay`; exponential: the first delay; polly: the median first delay")

@@ -15,6 +15,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("--no-wait=maybe --log-level=trace", "WAIT_FOR_ENVOY_TIMEOUT=1h\nQUIT_WITHOUT_ENVOY_TIMEOUT=0s\nSCUTTLE_LOGGING=false")
 	f.Add("--sidecar istio,cloudsql:ready-port=9090,quit-port=9091 -- x", "SIDESYNC_SIDECARS=http:ready=http://127.0.0.1:1/r,quit=http://10.0.0.1/q\nDAPR_API_TOKEN=t")
 	f.Add("--sidecar tcp:ready=tcp://127.0.0.1:5432,name=db -- x", "")
+	f.Add("--admin http://u:p@127.0.0.1: --require-sidecar --disabled -- x", "PROXY=no\nENVOY_ADMIN_API=127.0.0.1:15000\nISTIO_QUIT_API=http://127.0.0.1:15020")
+	f.Add("--sidecar cloudsql:port=9090,host=::1 -- x", "PROXY=true\nproxyEndpoint=http://[::1]:15000/\nGENERIC_QUIT_ENDPOINTS=http://127.0.0.1:1/q")
 	f.Fuzz(func(t *testing.T, args, env string) {
 		var pairs []string
 		for line := range strings.SplitSeq(env, "\n") {

@@ -1,24 +1,28 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/redact"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
 // parser accumulates settings from the three layers and every problem found on the way.
 type parser struct {
-	mode       Mode
-	lookupEnv  func(string) (string, bool)
-	fs         *flag.FlagSet
-	raw        raw
-	source     map[string]string // flag name -> where its value came from ("--timeout", "SIDESYNC_TIMEOUT", ...)
-	compatQuit *compatQuit       // quit calls built by a compatibility contract, checked already
-	problems   []error
-	notes      []Note
+	mode      Mode
+	lookupEnv func(string) (string, bool)
+	fs        *flag.FlagSet
+	raw       raw
+	source    map[string]string // flag name -> where its value came from ("--timeout", "SIDESYNC_TIMEOUT", ...)
+	// compatSidecars are the sidecars the article's or scuttle's variables locate, used only
+	// when no flag or SIDESYNC_* variable names one; their quit calls are checked already.
+	compatSidecars []sidecar.Sidecar
+	problems       []error
+	notes          []Note
 }
 
 func newParser(mode Mode, lookupEnv func(string) (string, bool)) *parser {
@@ -66,17 +70,24 @@ func (p *parser) given(name string) bool {
 }
 
 // describe renders a setting and its value for messages: --timeout="5x", SIDESYNC_TIMEOUT="5x".
+// A user and password in the value are masked, with or without a scheme.
 func describe(source, v string) string {
+	v = maskUserinfo(v)
 	if strings.HasPrefix(source, "--") {
 		return fmt.Sprintf("%s %q", source, v)
 	}
 	return fmt.Sprintf("%s=%q", source, v)
 }
 
-func (p *parser) problem(err error) { p.problems = append(p.problems, err) }
+// problem records a usage problem. Its text is redacted here, once for every message: a URL's
+// user and password are never printed (the Config keeps them; the HTTP layer needs them).
+func (p *parser) problem(err error) {
+	p.problems = append(p.problems, errors.New(redact.String(err.Error())))
+}
 
+// note records a message for the log, redacted like problems.
 func (p *parser) note(level slog.Level, format string, args ...any) {
-	p.notes = append(p.notes, Note{Level: level, Msg: fmt.Sprintf(format, args...)})
+	p.notes = append(p.notes, Note{Level: level, Msg: redact.String(fmt.Sprintf(format, args...))})
 }
 
 // build derives the Config from the settings and checks combinations.
@@ -90,8 +101,10 @@ func (p *parser) build(command []string) *Config {
 		SignalGroup: r.signalGroup, Subreaper: r.subreaper, LogFormat: r.logFormat,
 		TerminationLog: r.terminationLog, MaxRetries: r.maxRetries,
 		PodInfoDir: r.podInfo, KubeAPI: r.kubeAPI, ServiceAccountDir: r.serviceAccountDir,
+		RequireSidecar: r.requireSidecar,
 	}
 	_ = cfg.LogLevel.UnmarshalText([]byte(r.logLevel))
+	p.checkRequireSidecar(cfg)
 	p.buildSidecars(cfg)
 	p.buildBackoff(cfg)
 	p.checkMode(cfg)
@@ -136,6 +149,15 @@ func (p *parser) buildBackoff(cfg *Config) {
 		if d := p.fs.Lookup(name).Value.(durationValue); *d.d == 0 {
 			p.problem(fmt.Errorf("%s: must be more than 0", describe(p.sourceOr(name), "0s")))
 		}
+	}
+}
+
+// checkRequireSidecar refuses --require-sidecar with --disabled (or a compatibility contract that
+// means no sidecar): one demands a sidecar, the other touches none.
+func (p *parser) checkRequireSidecar(cfg *Config) {
+	if cfg.RequireSidecar && cfg.Disabled {
+		p.problem(fmt.Errorf("%s and %s contradict each other: %s fails when no sidecar is found, and %s means no sidecar; drop one",
+			p.source[flagRequire], p.source[flagDisabled], p.source[flagRequire], p.source[flagDisabled]))
 	}
 }
 

@@ -2,19 +2,14 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/sidesync/sidesync/sidecar"
 )
-
-// compatQuit holds the quit calls a compatibility contract built: the main sidecar's, and
-// quit-only ones (scuttle's GENERIC_QUIT_ENDPOINTS).
-type compatQuit struct {
-	main  *sidecar.Call
-	extra []sidecar.Call
-}
 
 // spec is one --sidecar value: a profile and its overrides.
 type spec struct {
@@ -59,7 +54,7 @@ func parseSpecs(s string) ([]spec, error) {
 		eq, colon := strings.Index(seg, "="), strings.Index(seg, ":")
 		if eq >= 0 && (colon < 0 || eq < colon) {
 			if len(specs) == 0 {
-				return nil, fmt.Errorf("%q: a setting before any sidecar name", seg)
+				return nil, fmt.Errorf("%q: a setting before any sidecar name", maskUserinfo(seg))
 			}
 			last := &specs[len(specs)-1]
 			k, v, _ := strings.Cut(seg, "=")
@@ -75,7 +70,7 @@ func parseSpecs(s string) ([]spec, error) {
 		if rest != "" {
 			k, v, ok := strings.Cut(rest, "=")
 			if !ok {
-				return nil, fmt.Errorf("%q: settings are KEY=VALUE", rest)
+				return nil, fmt.Errorf("%q: settings are KEY=VALUE", maskUserinfo(rest))
 			}
 			sp.params = append(sp.params, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
 		}
@@ -91,15 +86,14 @@ const specKeys = "name, ready, quit, port, ready-port, quit-port, host, method, 
 func (s spec) sidecar(lookupEnv func(string) (string, bool)) (sidecar.Sidecar, error) {
 	sc, _ := sidecar.Profile(s.profile)
 	// URLs first, so that port, method and status apply to them whatever the order given.
-	for _, first := range []bool{true, false} {
-		for _, kv := range s.params {
-			if isURLKey := kv[0] == "ready" || kv[0] == "quit"; isURLKey != first {
-				continue
-			}
-			if err := apply(&sc, kv[0], kv[1]); err != nil {
-				return sc, fmt.Errorf("%s=%q: %w", kv[0], kv[1], err)
-			}
-		}
+	if err := s.apply(&sc, true); err != nil {
+		return sc, err
+	}
+	if err := s.checkPort(sc); err != nil {
+		return sc, err
+	}
+	if err := s.apply(&sc, false); err != nil {
+		return sc, err
 	}
 	switch {
 	case s.profile == "http" && sc.Ready == nil && sc.Quit == nil:
@@ -112,6 +106,48 @@ func (s spec) sidecar(lookupEnv func(string) (string, bool)) (sidecar.Sidecar, e
 		sc.Quit.Header = append(sc.Quit.Header, sidecar.Header{Name: "dapr-api-token", Value: tok, Secret: true})
 	}
 	return sc, nil
+}
+
+// apply sets the spec's URL overrides (ready=, quit=) on sc, or all the others.
+func (s spec) apply(sc *sidecar.Sidecar, urls bool) error {
+	for _, kv := range s.params {
+		if isURLKey := kv[0] == "ready" || kv[0] == "quit"; isURLKey != urls {
+			continue
+		}
+		if err := apply(sc, kv[0], kv[1]); err != nil {
+			return fmt.Errorf("%s=%q: %w", kv[0], maskUserinfo(kv[1]), err)
+		}
+	}
+	return nil
+}
+
+// checkPort refuses port= where the readiness check and the quit call are on different ports
+// (cloudsql: 9090 and 9091; consul: 19000 and 20600): moving both to one port would send the
+// quit to the health port, which answers 404, and the sidecar would keep running. It is decided
+// from the sidecar as the profile and any ready=/quit= override left it.
+func (s spec) checkPort(sc sidecar.Sidecar) error {
+	if !slices.ContainsFunc(s.params, func(kv [2]string) bool { return kv[0] == "port" }) || sc.Ready == nil || sc.Quit == nil {
+		return nil
+	}
+	ready, quit := urlPort(sc.Ready.URL), urlPort(sc.Quit.URL)
+	if ready == quit {
+		return nil
+	}
+	return fmt.Errorf("port= is ambiguous: the readiness check (%s) and the quit call (%s) are on different ports; use ready-port=N and/or quit-port=N", ready, quit)
+}
+
+// urlPort is the port a URL connects to, its scheme's default included.
+func urlPort(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return ""
+	case u.Port() != "":
+		return u.Port()
+	case u.Scheme == "https":
+		return "443"
+	}
+	return "80"
 }
 
 // apply sets one override on sc.
@@ -163,12 +199,17 @@ func setReady(sc *sidecar.Sidecar, value string) error {
 		return nil
 	}
 	if strings.HasPrefix(value, "tcp://") {
-		u, err := url.Parse(value)
-		if err != nil || u.Hostname() == "" || u.Port() == "" {
-			return fmt.Errorf("must be tcp://HOST:PORT")
+		addr, err := parseTCP(value)
+		if err != nil {
+			return err
 		}
-		sc.Ready = &sidecar.Check{Kind: sidecar.TCP, URL: "tcp://" + u.Host}
+		sc.Ready = &sidecar.Check{Kind: sidecar.TCP, URL: addr}
 		return nil
+	}
+	if fix, ok := suggestHTTP(value); ok && !strings.Contains(value, "://") {
+		if hostport, tail := splitAuthority(strings.TrimPrefix(fix, "http://")); tail == "" {
+			return fmt.Errorf("must be a URL: write %s for an HTTP check, or tcp://%s to wait for the port to accept connections", fix, hostport)
+		}
 	}
 	u, err := parseURL(value)
 	if err != nil {
@@ -217,8 +258,13 @@ func setPort(sc *sidecar.Sidecar, key, value string) error {
 }
 
 // setHost moves the readiness check and the quit call to another host (localhost, ::1, ...).
+// A host with a port, a path or a user is refused: the port has its own keys.
 func setHost(sc *sidecar.Sidecar, value string) error {
-	if value == "" || strings.ContainsAny(value, "/@ []") {
+	bad := value == "" || strings.ContainsAny(value, "/@ []%?#\t")
+	if !bad && strings.Contains(value, ":") && net.ParseIP(value) == nil {
+		return fmt.Errorf("not a host name or IP address (a port goes in port=, ready-port= or quit-port=)")
+	}
+	if _, err := url.Parse("http://" + net.JoinHostPort(value, "1")); bad || err != nil {
 		return fmt.Errorf("not a host name or IP address")
 	}
 	*sc = sc.WithHost(value)

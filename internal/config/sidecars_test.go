@@ -87,7 +87,7 @@ func TestSidecarSpecErrors(t *testing.T) {
 	}{
 		{"unknown profile", []string{"--sidecar", "envoyy"}, nil, `unknown sidecar "envoyy" (known: envoy, osm, istio`},
 		{"unknown setting", []string{"--sidecar", "istio:prot=1"}, nil, `--sidecar: istio: prot="1": unknown setting`},
-		{"bad port", nil, []string{"SIDESYNC_SIDECARS=istio:port=99999"}, `SIDESYNC_SIDECARS: istio: port="99999": not a port`},
+		{"bad port", nil, []string{"SIDESYNC_SIDECARS=linkerd:port=99999"}, `SIDESYNC_SIDECARS: linkerd: port="99999": not a port`},
 		{"setting first", []string{"--sidecar", "port=1"}, nil, `a setting before any sidecar name`},
 		{"http without URLs", []string{"--sidecar", "http"}, nil, "the http sidecar needs ready=URL"},
 		{"tcp without address", []string{"--sidecar", "tcp"}, nil, "the tcp sidecar needs ready=tcp://HOST:PORT"},

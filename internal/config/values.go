@@ -3,8 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,47 +153,10 @@ func (v urlListValue) Set(s string) error {
 		}
 		u, err := parseURL(part)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%q: %w", part, err))
+			errs = append(errs, fmt.Errorf("%q: %w", maskUserinfo(part), err))
 			continue
 		}
 		*v.list = append(*v.list, u.String())
 	}
 	return errors.Join(errs...)
-}
-
-// parseURL accepts absolute http URLs only: the sidecar endpoints are plain HTTP on loopback,
-// and sidesync's client does not speak TLS.
-func parseURL(s string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil {
-		return nil, fmt.Errorf("not a URL: %v", errors.Unwrap(err))
-	}
-	if u.Scheme != "http" {
-		return nil, fmt.Errorf("must be an http:// URL (like http://127.0.0.1:15000)")
-	}
-	if u.Hostname() == "" {
-		return nil, fmt.Errorf("has no host")
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("port %q is not in 1-65535", p)
-		}
-	}
-	u.Fragment = ""
-	return u, nil
-}
-
-// IsLoopback reports whether rawURL names a loopback host: "localhost" or a loopback IP
-// literal (127.0.0.0/8, ::1). Other names would need DNS, which could point anywhere.
-func IsLoopback(rawURL string) bool {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return false
-	}
-	host := strings.ToLower(u.Hostname())
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
