@@ -74,7 +74,8 @@ func profiles() []Sidecar {
 		// 2: Open Service Mesh runs Envoy itself, admin on 127.0.0.1:15000.
 		{Name: "osm", Ready: ready(EnvoyAdmin, "http://127.0.0.1:15000"), Quit: quit("http://127.0.0.1:15000/quitquitquit")},
 		// 3.2, 3.3: readiness through Envoy's status listener 15021 (it proves Envoy serves);
-		// quit through the agent on 15020, which drains and exits 0, loopback only.
+		// quit through the agent on 15020, loopback only: since Istio 1.21 it kills Envoy at once
+		// (no drain; only SIGTERM drains) and exits 0.
 		{Name: "istio", Ready: ready(HTTPStatus, "http://127.0.0.1:15021/healthz/ready"),
 			Quit: quit("http://127.0.0.1:15020/quitquitquit", loopbackOnly("Istio's agent"))},
 		// 4.2-4.3: admin 4191; /shutdown is off unless enabled, and loopback only.
@@ -95,8 +96,11 @@ func profiles() []Sidecar {
 			Quit: quit("http://127.0.0.1:3500/v1.0/shutdown", Hint{Status: 401, Message: "Dapr wants its API token: set DAPR_API_TOKEN in this container"})},
 		// 8: health checks on 9090 need --health-check, the admin port 9091 (bound to
 		// "localhost") needs --quitquitquit.
+		// A 404 means the call reached a server that has no /quitquitquit: the proxy's health
+		// port (9090), or its admin port opened by --debug alone.
 		{Name: "cloudsql", Ready: ready(HTTPStatus, "http://127.0.0.1:9090/startup"), Quit: quit("http://localhost:9091/quitquitquit",
-			Hint{Refused: true, Message: "the Cloud SQL Auth Proxy answers /quitquitquit only when started with --quitquitquit (admin port --admin-port, 9091)"})},
+			Hint{Refused: true, Message: "the Cloud SQL Auth Proxy answers /quitquitquit only when started with --quitquitquit (admin port --admin-port, 9091)"},
+			Hint{Status: 404, Message: "this port has no /quitquitquit: the Cloud SQL Auth Proxy serves it on its admin port (--admin-port, default 9091; not the health-check port, --http-port 9090) and only when started with --quitquitquit; set the port with cloudsql:quit-port=N"})},
 		// 10: no readiness endpoint; the quit API needs agent-enable-quit.
 		{Name: "vault", Quit: quit("http://127.0.0.1:8200/agent/v1/quit",
 			Hint{Status: 404, Message: "Vault Agent's quit API is off: annotate the pod with vault.hashicorp.com/agent-enable-quit: \"true\""})},

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"syscall"
 	"time"
 
 	"github.com/sidesync/sidesync/internal/httpc"
@@ -160,9 +162,7 @@ func (q *quitter) attempt(ctx context.Context) (QuitResult, bool, error) {
 	}
 	urls := q.urls()
 	for i := q.current; ; i++ {
-		rctx, cancel := context.WithTimeout(ctx, timeout)
-		resp, err := send(rctx, method, urls[i], q.call.Header)
-		cancel()
+		resp, err := q.send(ctx, method, urls[i], timeout)
 		if httpc.Refused(err) && !q.reached && i+1 < len(urls) {
 			q.log.Debug("quit endpoint refused, trying the next", "url", urls[i], "next", urls[i+1])
 			continue
@@ -170,6 +170,35 @@ func (q *quitter) attempt(ctx context.Context) (QuitResult, bool, error) {
 		q.current = i
 		return q.outcome(urls[i], resp, err)
 	}
+}
+
+// send makes one request, bounded by timeout. When the process (or the system) is out of file
+// descriptors, the request never left: it waits for a descriptor to be freed and tries again,
+// until ctx ends, without counting an attempt. Many sidecars quit at once under a low
+// descriptor limit would otherwise spend their retries in a second and give up (issue 7, fault
+// 13); this way each gets its turn within the quit budget.
+func (q *quitter) send(ctx context.Context, method, url string, timeout time.Duration) (*httpc.Response, error) {
+	pause := time.Millisecond
+	for {
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		resp, err := send(rctx, method, url, q.call.Header)
+		cancel()
+		if !OutOfDescriptors(err) {
+			return resp, err
+		}
+		q.log.Debug("out of file descriptors; waiting for one", "url", url, "err", err)
+		// Jittered, so that the calls waiting together do not all retry together.
+		if !sleep(ctx, pause/2+rand.N(pause)) {
+			return resp, err
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// OutOfDescriptors reports whether err is the process (EMFILE) or the system (ENFILE) running
+// out of file descriptors: nothing was sent, and trying again once one is free will work.
+func OutOfDescriptors(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // outcome classifies one request's result.

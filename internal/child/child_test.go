@@ -1,9 +1,11 @@
 package child
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -82,22 +84,70 @@ func TestStartErrors(t *testing.T) {
 	defer r.Close()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "plain"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "badinterp"), []byte("#!/nonexistent/sh -e\necho hi\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "emptyinterp"), []byte("#!\n"), 0o755)
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
 	tests := []struct {
-		argv []string
-		want int
+		name    string
+		argv    []string
+		want    int
+		wantMsg string
 	}{
-		{[]string{"sidesync-no-such-command"}, ExitNotFound},
-		{[]string{filepath.Join(dir, "missing")}, ExitNotFound},
-		{[]string{filepath.Join(dir, "plain")}, ExitNotExecutable},
-		{[]string{dir}, ExitNotExecutable},
-		{nil, ExitNotFound},
+		{"not in PATH", []string{"sidesync-no-such-command"}, ExitNotFound, "sidesync-no-such-command: command not found: no such file or directory"},
+		{"missing path", []string{filepath.Join(dir, "missing")}, ExitNotFound, "missing: command not found"},
+		{"not executable", []string{filepath.Join(dir, "plain")}, ExitNotExecutable, "plain: cannot execute: permission denied"},
+		{"directory", []string{dir}, ExitNotExecutable, "cannot execute"},
+		{"empty argv", nil, ExitNotFound, "command not found"},
+		// Issue 7, fault 4: the script exists; its interpreter does not. Shells say so.
+		{"missing interpreter", []string{filepath.Join(dir, "badinterp")}, ExitNotFound,
+			"badinterp: /nonexistent/sh: bad interpreter: no such file or directory"},
+		{"missing interpreter through PATH", []string{"badinterp"}, ExitNotFound,
+			"badinterp: /nonexistent/sh: bad interpreter: no such file or directory"},
+		{"empty #! line", []string{filepath.Join(dir, "emptyinterp")}, ExitNotExecutable, "emptyinterp: cannot execute"},
 	}
 	for _, tt := range tests {
-		_, err := r.Start(tt.argv, Options{})
-		var se *StartError
-		if !errors.As(err, &se) || se.Code != tt.want {
-			t.Errorf("Start(%q) = %v, want a StartError with code %d", tt.argv, err, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := r.Start(tt.argv, Options{})
+			var se *StartError
+			if !errors.As(err, &se) || se.Code != tt.want {
+				t.Fatalf("Start(%q) = %v, want a StartError with code %d", tt.argv, err, tt.want)
+			}
+			if got := err.Error(); !strings.Contains(got, tt.wantMsg) {
+				t.Errorf("Start(%q) error %q, want it to contain %q", tt.argv, got, tt.wantMsg)
+			}
+		})
+	}
+}
+
+// TestStartMissingLoader: a dynamically linked program whose loader is missing gets ENOENT from
+// execve too; the message must not say "command not found". The program is a copy of a
+// dynamically linked binary of this machine with its PT_INTERP path pointed elsewhere.
+func TestStartMissingLoader(t *testing.T) {
+	src, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip("no /bin/true:", err)
+	}
+	i := bytes.Index(src, []byte("/lib64/ld-linux-x86-64.so.2"))
+	if i < 0 {
+		i = bytes.Index(src, []byte("/lib/ld-linux-aarch64.so.1"))
+	}
+	if i < 0 {
+		t.Skip("/bin/true names no known loader")
+	}
+	copy(src[i:], "/nonexistent/")
+	prog := filepath.Join(t.TempDir(), "prog")
+	if err := os.WriteFile(prog, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReaper(nil)
+	defer r.Close()
+	_, err = r.Start([]string{prog}, Options{})
+	var se *StartError
+	if !errors.As(err, &se) || se.Code != ExitNotFound || !se.Loader {
+		t.Fatalf("Start = %v, want a StartError with code 127 and Loader set", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "command not found") || !strings.Contains(msg, "required file not found") {
+		t.Errorf("message %q", msg)
 	}
 }
 

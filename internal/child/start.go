@@ -1,7 +1,9 @@
 package child
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,5 +185,34 @@ func startError(path string, err error) error {
 	if errors.Is(err, unix.ENOENT) {
 		code = ExitNotFound
 	}
-	return &StartError{Path: path, Code: code, Err: err}
+	se := &StartError{Path: path, Code: code, Err: err}
+	if code == ExitNotFound {
+		se.Interpreter, se.Loader = missingInterpreter(path)
+	}
+	return se
+}
+
+// missingInterpreter tells why execve said ENOENT for a file that exists: the interpreter named
+// on a script's "#!" line is missing (returned), or the file is a dynamically linked program
+// whose loader is missing (loader true). It returns "", false when the file itself is missing.
+func missingInterpreter(path string) (interp string, loader bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	switch {
+	case bytes.HasPrefix(head, []byte("#!")):
+		line, _, _ := bytes.Cut(head[2:], []byte("\n"))
+		if fields := strings.Fields(string(line)); len(fields) > 0 {
+			return fields[0], false
+		}
+		return "(none)", false
+	case bytes.HasPrefix(head, []byte("\x7fELF")):
+		return "", true
+	}
+	return "", false
 }

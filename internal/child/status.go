@@ -73,14 +73,25 @@ type StartError struct {
 	Path string
 	Code int
 	Err  error
+	// Interpreter is set when Path exists but the interpreter its "#!" line names does not:
+	// the kernel reports that as ENOENT, which alone would read "command not found".
+	Interpreter string
+	// Loader is set when Path is a dynamically linked program whose loader is missing (a
+	// glibc program in a scratch or musl image, say): ENOENT again.
+	Loader bool
 }
 
 func (e *StartError) Error() string {
-	what := "cannot execute"
-	if e.Code == ExitNotFound {
-		what = "command not found"
+	switch {
+	case e.Interpreter != "":
+		// As shells say it: "./job.sh: /nonexistent/sh: bad interpreter: no such file or directory".
+		return fmt.Sprintf("%s: %s: bad interpreter: %v", e.Path, e.Interpreter, e.Err)
+	case e.Loader:
+		return fmt.Sprintf("%s: cannot execute: required file not found (a dynamically linked program whose loader is missing from this image; build it statically or add its libc)", e.Path)
+	case e.Code == ExitNotFound:
+		return fmt.Sprintf("%s: command not found: %v", e.Path, e.Err)
 	}
-	return fmt.Sprintf("%s: %s: %v", e.Path, what, e.Err)
+	return fmt.Sprintf("%s: cannot execute: %v", e.Path, e.Err)
 }
 
 func (e *StartError) Unwrap() error { return e.Err }

@@ -26,6 +26,11 @@ type Result struct {
 	Found  []Found
 	Source string   // where they were found, for the log
 	Tried  []string // why each source gave nothing, for the log line when nothing is found
+	// Failed is set when detection could not look where it should have: this is a Kubernetes
+	// pod, but its own Pod could not be read (no token, 403, TLS failure, timeout). Nothing found
+	// then does not mean that there is no sidecar.
+	Failed error
+	Fix    string // what to do about Failed
 }
 
 // Detect looks at the pod's annotations in the downward-API volume first, then at the pod in
@@ -54,8 +59,12 @@ func Detect(ctx context.Context, o Options) Result {
 	switch {
 	case errors.Is(err, errNoAPI):
 		r.Tried = append(r.Tried, "Kubernetes API: "+err.Error())
+	case err != nil && where == "":
+		r.Tried = append(r.Tried, "Kubernetes API: "+err.Error())
+		r.Failed, r.Fix = err, fixFor(err)
 	case err != nil:
 		r.Tried = append(r.Tried, "Kubernetes API, pod "+where+": "+err.Error())
+		r.Failed, r.Fix = err, fixFor(err)
 	default:
 		if found := fromPod(p); len(found) > 0 {
 			return Result{Found: found, Source: "the Kubernetes API, pod " + where}

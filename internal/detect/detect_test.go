@@ -2,7 +2,9 @@ package detect
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +113,52 @@ func TestNothingFound(t *testing.T) {
 	r := Detect(context.Background(), Options{PodInfoDir: filepath.Join(t.TempDir(), "absent"), KubeAPI: true, ServiceAccountDir: t.TempDir(), LookupEnv: noEnv})
 	if len(r.Found) != 0 || len(r.Tried) != 2 || !strings.Contains(r.Tried[0], "no downward-API volume") || !strings.Contains(r.Tried[1], "not in a Kubernetes pod") {
 		t.Errorf("got %+v", r)
+	}
+	if r.Failed != nil {
+		t.Errorf("outside Kubernetes detection did not fail to look, it had nowhere to look; Failed = %v", r.Failed)
+	}
+}
+
+// TestCouldNotLook: in a Kubernetes pod without a service-account token, detection could not
+// look, and says so with a fix (issue 7, fault 10).
+func TestCouldNotLook(t *testing.T) {
+	env := func(k string) (string, bool) {
+		if k == "KUBERNETES_SERVICE_HOST" {
+			return "10.96.0.1", true
+		}
+		return "", false
+	}
+	r := Detect(context.Background(), Options{PodInfoDir: filepath.Join(t.TempDir(), "absent"), KubeAPI: true, ServiceAccountDir: t.TempDir(), LookupEnv: env})
+	var nt *NoTokenError
+	if !errors.As(r.Failed, &nt) {
+		t.Fatalf("Failed = %v, want a *NoTokenError", r.Failed)
+	}
+	if !strings.Contains(r.Fix, "--sidecar") || !strings.Contains(r.Fix, "automountServiceAccountToken") {
+		t.Errorf("Fix = %q", r.Fix)
+	}
+}
+
+// TestForbiddenFix: the RBAC that a 403 asks for names the namespace and the service account
+// from the token.
+func TestForbiddenFix(t *testing.T) {
+	claims := base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"k","sub":"system:serviceaccount:jobs:runner"}`))
+	ns, sa := serviceAccountOf("eyJhbGciOiJSUzI1NiJ9." + claims + ".c2ln\n")
+	if ns != "jobs" || sa != "runner" {
+		t.Fatalf("serviceAccountOf = %q, %q; want jobs, runner", ns, sa)
+	}
+	for _, bad := range []string{"", "opaque-token", "a.!!!.c", "a." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"user"}`)) + ".c"} {
+		if ns, sa := serviceAccountOf(bad); ns != "" || sa != "" {
+			t.Errorf("serviceAccountOf(%q) = %q, %q; want nothing", bad, ns, sa)
+		}
+	}
+	e := &ForbiddenError{Status: "403 Forbidden", Namespace: "jobs", Pod: "p-1", AccountNamespace: ns, Account: sa}
+	want := "kubectl create role sidesync-get-pods --verb=get --resource=pods -n jobs && " +
+		"kubectl create rolebinding sidesync-get-pods --role=sidesync-get-pods --serviceaccount=jobs:runner -n jobs"
+	if !strings.Contains(e.Fix(), want) {
+		t.Errorf("Fix() = %q, want it to contain %q", e.Fix(), want)
+	}
+	if got, want := e.Error(), "403 Forbidden: the service account jobs:runner may not get its own pod jobs/p-1"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
 

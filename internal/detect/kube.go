@@ -41,16 +41,20 @@ type container struct {
 // podLimit bounds the answer: a Pod is a few KiB, managed fields included.
 const podLimit = 1 << 20
 
-// errNoAPI says the Kubernetes API cannot be asked from here; it is not worth a warning.
-var errNoAPI = errors.New("not in a Kubernetes pod with a service account")
+// errNoAPI says the Kubernetes API cannot be asked from here because this is not a Kubernetes
+// pod (no KUBERNETES_SERVICE_HOST); it is not worth a warning.
+var errNoAPI = errors.New("not in a Kubernetes pod")
 
 // getPod reads the pod sidesync runs in from the Kubernetes API, with the service account's
 // token and CA: GET /api/v1/namespaces/NS/pods/NAME, bounded by ctx.
 func getPod(ctx context.Context, o Options) (*pod, string, error) {
 	host, hasHost := o.LookupEnv("KUBERNETES_SERVICE_HOST")
-	token, err := os.ReadFile(filepath.Join(o.ServiceAccountDir, "token"))
-	if !hasHost || err != nil {
+	if !hasHost || host == "" {
 		return nil, "", errNoAPI
+	}
+	token, err := os.ReadFile(filepath.Join(o.ServiceAccountDir, "token"))
+	if err != nil {
+		return nil, "", &NoTokenError{Dir: o.ServiceAccountDir, Err: err}
 	}
 	port, ok := o.LookupEnv("KUBERNETES_SERVICE_PORT")
 	if !ok || port == "" {
@@ -75,7 +79,8 @@ func getPod(ctx context.Context, o Options) (*pod, string, error) {
 	}
 	switch {
 	case resp.StatusCode == 401 || resp.StatusCode == 403:
-		return nil, where, fmt.Errorf("%s: the service account may not read its own pod (grant it get on pods)", resp.Status)
+		saNS, sa := serviceAccountOf(string(token))
+		return nil, where, &ForbiddenError{Status: resp.Status, Namespace: ns, Pod: name, AccountNamespace: saNS, Account: sa}
 	case resp.StatusCode != 200:
 		return nil, where, fmt.Errorf("%s: %.200s", resp.Status, resp.Body)
 	case resp.Truncated || resp.BodyErr != nil:

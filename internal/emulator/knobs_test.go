@@ -108,3 +108,22 @@ func TestProfileReadyAfter(t *testing.T) {
 		t.Errorf("/startup once READY = %d %q", res.status, res.body)
 	}
 }
+
+// TestReadyAfterProbes: the sidecar turns ready after answering N readiness requests, however
+// long the client took between them.
+func TestReadyAfterProbes(t *testing.T) {
+	sc, _ := startEnvoy(t, Options{ReadyAfterProbes: 3})
+	for i := range 3 {
+		if res := send(t, "GET", "http://"+sc.Addr()+"/ready"); res.status != 503 {
+			t.Fatalf("probe %d: %d %q, want 503", i+1, res.status, res.body)
+		}
+	}
+	if res := send(t, "GET", "http://"+sc.Addr()+"/ready"); res.status != 200 || res.body != "LIVE\n" {
+		t.Errorf("probe 4: %d %q, want 200 LIVE", res.status, res.body)
+	}
+	for _, bad := range []Options{{ReadyAfterProbes: -1}, {ReadyAfterProbes: 1, NeverReady: true}, {ReadyAfterProbes: 1, ReadyAfter: time.Second}} {
+		if err := bad.withDefaults().validate(); err == nil {
+			t.Errorf("%+v: validate accepted it", bad)
+		}
+	}
+}

@@ -29,6 +29,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: emulate PROFILE [flags]; profiles: %s\n", profileNames())
 		return 2
 	}
+	if a := args[0]; a == "-h" || a == "-help" || a == "--help" || a == "help" {
+		fmt.Fprintf(stdout, "usage: emulate PROFILE [flags]\n\nRuns an emulated sidecar that answers as the real one does, to the status code and body.\n"+
+			"Events go to stdout, one line each. Profiles: %s.\nemulate PROFILE --help lists a profile's listeners and flags.\n", profileNames())
+		return 0
+	}
 	p, ok := LookupProfile(args[0])
 	if !ok {
 		fmt.Fprintf(stderr, "emulate: unknown profile %q; profiles: %s\n", args[0], profileNames())
@@ -91,6 +96,7 @@ func sharedFlags(fs *flag.FlagSet, p Profile, opts *Options) {
 		listenFlag(p, opts))
 	fs.DurationVar(&opts.ReadyAfter, "ready-after", 0, "time until ready; half-way state after half of it")
 	fs.BoolVar(&opts.NeverReady, "never-ready", false, "never become ready")
+	fs.IntVar(&opts.ReadyAfterProbes, "ready-after-probes", 0, "become ready after answering `N` readiness requests (not ready), whatever the time")
 	fs.DurationVar(&opts.ListenAfter, "listen-after", 0, "report the ports at once but listen (on all) only after this long")
 	fs.Func("ready-behaviour", "how readiness endpoints answer: "+joinBehaviours(ReadyBehaviours())+" (default ok)",
 		behaviourFlag(&opts.ReadyBehaviour, ReadyBehaviours()))

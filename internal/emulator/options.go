@@ -67,6 +67,11 @@ type Options struct {
 	ReadyAfter time.Duration
 	// NeverReady keeps the sidecar from becoming ready at all.
 	NeverReady bool
+	// ReadyAfterProbes, when positive, makes the sidecar ready once it has answered this many
+	// readiness requests (not ready) rather than after a time: with ReadyAfter zero, the first
+	// ReadyAfterProbes answers say "initializing" and the next ones "ready", however slowly the
+	// client probes.
+	ReadyAfterProbes int
 	// ReadyBehaviour governs RoleReadiness routes.
 	ReadyBehaviour Behaviour
 	// QuitBehaviour governs RoleShutdown routes.
@@ -140,6 +145,12 @@ func (o Options) validate() error {
 	}
 	if _, err := ParseBehaviour(string(o.QuitBehaviour), QuitBehaviours()); err != nil {
 		return fmt.Errorf("-quit-behaviour: %w", err)
+	}
+	switch {
+	case o.ReadyAfterProbes < 0:
+		return fmt.Errorf("-ready-after-probes: %d is negative", o.ReadyAfterProbes)
+	case o.ReadyAfterProbes > 0 && (o.NeverReady || o.ReadyAfter > 0):
+		return fmt.Errorf("-ready-after-probes: goes with neither -never-ready nor -ready-after")
 	}
 	if o.ExitCode < 0 || o.ExitCode > 255 {
 		return fmt.Errorf("-exit-code: %d is outside 0..255", o.ExitCode)

@@ -9,11 +9,29 @@ func (s *Sidecar) wrap(rt *Route, h Handler) Handler {
 	switch rt.Role {
 	case RoleReadiness:
 		b := s.opts.ReadyBehaviour
-		return func(r *Request) Reply { return b.apply(h, r) }
+		return func(r *Request) Reply {
+			if s.opts.ReadyAfterProbes > 0 {
+				s.countProbe()
+			}
+			return b.apply(h, r)
+		}
 	case RoleShutdown:
 		return s.shutdownHandler(rt, h)
 	}
 	return h
+}
+
+// countProbe counts a readiness request before it is answered, and turns the sidecar ready at
+// the one after the first Options.ReadyAfterProbes: readiness that follows the client's
+// progress, not a clock, so that a test can count the "not ready" answers whatever the load.
+func (s *Sidecar) countProbe() {
+	s.mu.Lock()
+	s.probes++
+	turn := s.probes == s.opts.ReadyAfterProbes+1
+	s.mu.Unlock()
+	if turn {
+		s.setPhase(PhaseReady)
+	}
 }
 
 // shutdownHandler applies Options.QuitBehaviour to a shutdown route and

@@ -34,6 +34,7 @@ type Sidecar struct {
 	exiting  bool
 	stopped  bool
 	exitCode int
+	probes   int // readiness requests answered, for Options.ReadyAfterProbes
 }
 
 // New returns a Sidecar of profile p. Nothing listens until Start. It
@@ -91,7 +92,7 @@ func (s *Sidecar) Start(ctx context.Context) error {
 	if s.opts.ReadyAfter == 0 {
 		// Settle before listening so that no client sees a passing state.
 		s.setPhase(PhaseInitializing)
-		if !s.opts.NeverReady {
+		if !s.opts.NeverReady && s.opts.ReadyAfterProbes == 0 {
 			s.setPhase(PhaseReady)
 		}
 	} else {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sidesync/sidesync/internal/redact"
 )
 
 // Round keeps durations readable: 1.234s, 12.35ms, 456µs.
@@ -28,10 +30,27 @@ func Round(d time.Duration) time.Duration {
 // New returns a logger writing to w in format "text", "json" or "timeline" (timeline lines
 // start with the time since start).
 func New(w io.Writer, format string, level slog.Leveler, start time.Time) *slog.Logger {
+	w = redacting{w}
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: jsonAttr}))
 	}
 	return slog.New(&lineHandler{w: w, mu: new(sync.Mutex), level: level, timeline: format == "timeline", start: start})
+}
+
+// redacting removes credentials from URLs in every line before it is written: a sidecar URL
+// may carry a user and password, and a log line may quote that URL anywhere (in an attribute, or
+// inside an error's message). Both handlers write each record with one Write.
+type redacting struct{ w io.Writer }
+
+func (r redacting) Write(p []byte) (int, error) {
+	s := redact.String(string(p))
+	if len(s) == len(p) && s == string(p) {
+		return r.w.Write(p)
+	}
+	if _, err := io.WriteString(r.w, s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // jsonAttr renders durations as readable strings rather than integer nanoseconds.

@@ -55,3 +55,23 @@ func TestRound(t *testing.T) {
 		}
 	}
 }
+
+// TestNoCredentials: a URL's user and password never reach the log, in any format, whether the
+// URL is an attribute, part of an error, or the message itself (issue 7, fault 12).
+func TestNoCredentials(t *testing.T) {
+	for _, format := range []string{"text", "json", "timeline"} {
+		t.Run(format, func(t *testing.T) {
+			var b strings.Builder
+			l := New(&b, format, slog.LevelDebug, time.Now()).With("base", "http://admin:s3cret@127.0.0.1:15000")
+			l.Info("waiting for http://u:s3cret@127.0.0.1/ready", "url", "http://user:s3cret@127.0.0.1:15000/ready",
+				"err", errors.New("GET http://user:s3cret@127.0.0.1:15000/ready: dial: refused"))
+			got := b.String()
+			if strings.Contains(got, "s3cret") || strings.Contains(got, "user:") {
+				t.Errorf("credentials in the log: %s", got)
+			}
+			if !strings.Contains(got, "http://xxxxx@127.0.0.1:15000/ready") {
+				t.Errorf("the URL is gone altogether: %s", got)
+			}
+		})
+	}
+}
