@@ -7,13 +7,16 @@ import (
 	"text/tabwriter"
 
 	"github.com/sidesync/sidesync/internal/logfmt"
+	"github.com/sidesync/sidesync/internal/redact"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
 // check is "sidesync check": probe each configured or detected sidecar once and print a
 // table, to debug a pod. It exits 0 when every sidecar is ready, 69 otherwise.
 func (a *app) check() int {
-	a.resolve()
+	if !a.resolve() {
+		return exitUnavailable
+	}
 	if len(a.cfg.Sidecars) == 0 {
 		fmt.Fprintln(a.stdout, "no sidecar configured or detected")
 		return 0
@@ -43,7 +46,7 @@ func (a *app) probeOnce(sc sidecar.Sidecar) (string, bool) {
 	if r.Ready {
 		return fmt.Sprintf("ready (%d, %v)", r.StatusCode, logfmt.Round(r.Took)), true
 	}
-	msg := r.Err.Error()
+	msg := redact.String(r.Err.Error())
 	if len(msg) > 80 {
 		msg = msg[:77] + "..."
 	}

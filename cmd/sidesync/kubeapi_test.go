@@ -89,12 +89,31 @@ func TestDetectFromKubernetesAPI(t *testing.T) {
 	}
 
 	other := c.ServiceAccountToken(t, ns, "other")
-	r = sidesync(t, env, "--pod-info", noPodInfo, "--service-account-dir", serviceAccountDir(t, c, other, ns), "--", bin.testcmd, "exit", "5")
+	otherDir := serviceAccountDir(t, c, other, ns)
+	r = sidesync(t, env, "--pod-info", noPodInfo, "--service-account-dir", otherDir, "--", bin.testcmd, "exit", "5")
 	if r.code != 5 {
 		t.Errorf("without permission: exit %d, want the command's 5", r.code)
 	}
-	mustContain(t, r.stderr, "403 Forbidden: the service account may not read its own pod", "no sidecar configured or detected")
+	// Could not look is a warning with the exact RBAC, not an INFO that nothing was found.
+	fix := "kubectl create role sidesync-get-pods --verb=get --resource=pods -n jobs && " +
+		"kubectl create rolebinding sidesync-get-pods --role=sidesync-get-pods --serviceaccount=jobs:other -n jobs"
+	mustContain(t, r.stderr, "WARN no sidecar configured or detected, but detection could not look",
+		"403 Forbidden: the service account jobs:other may not get its own pod jobs/job-pod", fix)
 	if strings.Count(r.stderr, "no sidecar configured or detected") != 1 {
 		t.Errorf("the fallback was not said exactly once:\n%s", r.stderr)
 	}
+	r = sidesync(t, env, "--pod-info", noPodInfo, "--service-account-dir", otherDir, "--require-sidecar", "--", bin.testcmd, "exit", "5")
+	if r.code != 69 {
+		t.Errorf("without permission, with --require-sidecar: exit %d, want 69", r.code)
+	}
+
+	// Granting what the warning says is enough for detection to work.
+	c.CreateRole(t, ns, "sidesync-get-pods", kubetest.PolicyRule{Resources: []string{"pods"}, Verbs: []string{"get"}})
+	c.CreateRoleBinding(t, ns, "sidesync-get-pods", "sidesync-get-pods", kubetest.Subject{Kind: "ServiceAccount", Name: "other", Namespace: ns})
+	c.WaitForStatus(t, other, "GET", "/api/v1/namespaces/"+ns+"/pods/job-pod", 200)
+	r = sidesync(t, env, "--pod-info", noPodInfo, "--service-account-dir", otherDir, "--kube-api", "--no-wait", "--quit", "never", "--", bin.testcmd, "exit", "0")
+	if r.code != 0 {
+		t.Errorf("after the fix: exit %d", r.code)
+	}
+	mustContain(t, r.stderr, "detected sidecar sidecar=linkerd from=\"the Kubernetes API, pod jobs/job-pod\"")
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/sidesync/sidesync/internal/child"
 	"github.com/sidesync/sidesync/internal/config"
+	"github.com/sidesync/sidesync/sidecar"
 )
 
 // forwarded are the signals passed on to the command: an explicit list, so that the Go
@@ -46,6 +49,9 @@ type app struct {
 	sigs                  chan os.Signal
 	reaper                *child.Reaper
 	sum                   summary
+	// waitOneFunc replaces waitOne in tests that must order a sidecar's verdict against a
+	// signal; nil in production.
+	waitOneFunc func(context.Context, sidecar.Sidecar) waitResult
 }
 
 // run is the wrapper: wait, run the command, quit, exit with the command's code.
@@ -61,7 +67,9 @@ func (a *app) run() int {
 
 // lifecycle waits, runs the command and quits, and returns the exit code.
 func (a *app) lifecycle() int {
-	a.resolve()
+	if !a.resolve() {
+		return exitUnavailable
+	}
 	if code, ok := a.waitPhase(); !ok {
 		a.quitPhase(false)
 		return code
@@ -79,13 +87,29 @@ func (a *app) lifecycle() int {
 		if errors.As(err, &se) {
 			code = se.Code
 		}
-		a.log.Error("cannot start the command", "err", err, "exit", code)
+		if hint := a.notFoundHint(se); hint != "" {
+			a.log.Error("cannot start the command", "err", err, "exit", code, "hint", hint)
+		} else {
+			a.log.Error("cannot start the command", "err", err, "exit", code)
+		}
 		a.sum.outcome = err.Error()
 		a.quitPhase(false)
 		return code
 	}
 	a.quitPhase(st.Code == 0)
 	return st.ExitCode()
+}
+
+// notFoundHint suggests a subcommand when the command that was not found looks like a
+// misspelt one: "sidesync verison" runs a program called verison, which does not exist.
+func (a *app) notFoundHint(se *child.StartError) string {
+	if se == nil || se.Code != child.ExitNotFound || se.Interpreter != "" || se.Loader {
+		return ""
+	}
+	if s := nearSubcommand(a.cfg.Command[0]); s != "" {
+		return fmt.Sprintf("did you mean %q? (%q is not a subcommand, so it was run as a program)", "sidesync "+s, a.cfg.Command[0])
+	}
+	return ""
 }
 
 // listen starts catching the forwarded signals; until the command runs they stop the wait.

@@ -16,7 +16,9 @@ func isReady(f map[string]string) bool { return f["path"] == "/ready" }
 // TestWaitThenRun: the command starts only after the sidecar turned LIVE, and the sidecar is
 // told to quit after it ends and exits 0.
 func TestWaitThenRun(t *testing.T) {
-	e := startEmu(t, "--ready-after", "300ms")
+	// Ready after three "not ready" answers, not after a time: under load the first probe may
+	// come late, and the test must still see the sidecar become ready while probed.
+	e := startEmu(t, "--ready-after-probes", "3")
 	marker := filepath.Join(t.TempDir(), "ran")
 	r := sidesync(t, nil, "--admin", e.admin(), "--", bin.testcmd, "touch", marker)
 	if r.code != 0 {
@@ -30,8 +32,8 @@ func TestWaitThenRun(t *testing.T) {
 	}
 	ready := e.count("request", func(f map[string]string) bool { return isReady(f) && f["status"] == "200" })
 	notReady := e.count("request", func(f map[string]string) bool { return isReady(f) && f["status"] == "503" })
-	if ready != 1 || notReady < 2 {
-		t.Errorf("emulator answered /ready 200 x%d and 503 x%d, want 1 and several", ready, notReady)
+	if ready != 1 || notReady != 3 {
+		t.Errorf("emulator answered /ready 200 x%d and 503 x%d, want 1 and 3", ready, notReady)
 	}
 	mustContain(t, r.stderr, "sidecar ready", "command started", "command ended", "sidecar quit", "done exit=0")
 }

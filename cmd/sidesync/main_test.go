@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sidesync/sidesync/internal/child"
 )
 
@@ -90,6 +92,13 @@ func testCommand(args []string) int {
 		return orphanChild(args[1])
 	case "write-pid":
 		return writeHostPID(args[1])
+	case "nofile": // nofile N PROGRAM ARGS...: run PROGRAM with at most N open files, as prlimit --nofile=N
+		n, _ := strconv.ParseUint(args[1], 10, 64)
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+			return 105
+		}
+		syscall.Exec(args[2], args[2:], os.Environ())
+		return 106
 	case "block": // print "started", then wait for stdin to close
 		fmt.Println("started")
 		io.Copy(io.Discard, os.Stdin)

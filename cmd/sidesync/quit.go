@@ -95,7 +95,9 @@ func (a *app) quitOne(sc sidecar.Sidecar) bool {
 
 // quitOnly is "sidesync quit": 0 when every sidecar took the request, 69 otherwise.
 func (a *app) quitOnly() int {
-	a.resolve()
+	if !a.resolve() {
+		return exitUnavailable
+	}
 	targets := a.quitTargets()
 	if a.cfg.Disabled || len(targets) == 0 {
 		a.log.Info("no sidecar to quit")

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,8 +21,52 @@ type running struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout <-chan string
-	stderr *bytes.Buffer
+	stderr *logBuf
 	done   chan struct{}
+}
+
+// logBuf collects a process's stderr as it comes, so that a test can wait for a log line: the
+// only safe way to know that sidesync has reached a point, whatever the machine's load.
+type logBuf struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed and replaced on every write
+}
+
+func newLogBuf() *logBuf { return &logBuf{changed: make(chan struct{})} }
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Write(p)
+	close(l.changed)
+	l.changed = make(chan struct{})
+	return len(p), nil
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// await waits until the log holds sub, failing the test at the guard.
+func (l *logBuf) await(t *testing.T, sub string) {
+	t.Helper()
+	deadline := time.After(guard)
+	for {
+		l.mu.Lock()
+		has, changed := strings.Contains(l.b.String(), sub), l.changed
+		l.mu.Unlock()
+		if has {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("no %q in the log within %v; log:\n%s", sub, guard, l.String())
+		}
+	}
 }
 
 func startSidesync(t *testing.T, env []string, args ...string) *running {
@@ -32,7 +77,7 @@ func startSidesync(t *testing.T, env []string, args ...string) *running {
 // launch starts sidesync with extra environment variables and process attributes.
 func launch(t *testing.T, env []string, attr *syscall.SysProcAttr, args ...string) *running {
 	t.Helper()
-	r := &running{t: t, cmd: exec.Command(bin.sidesync, args...), stderr: new(bytes.Buffer), done: make(chan struct{})}
+	r := &running{t: t, cmd: exec.Command(bin.sidesync, args...), stderr: newLogBuf(), done: make(chan struct{})}
 	r.cmd.Env = testEnv(env)
 	r.cmd.SysProcAttr = attr
 	r.cmd.Stderr = r.stderr
@@ -173,6 +218,9 @@ func TestSignalDuringWait(t *testing.T) {
 			r := startSidesync(t, nil, "--admin", e.admin(), "--timeout", "0", "--", bin.testcmd, "touch", marker)
 			e.await("request", func(f map[string]string) bool { return f["path"] == "/ready" })
 			r.signal(syscall.SIGUSR1) // ignored while waiting
+			// Linux delivers lower-numbered pending signals first: wait until SIGUSR1 was seen
+			// before sending SIGINT (2), SIGHUP (1) or SIGQUIT (3).
+			r.stderr.await(t, "ignoring signal")
 			r.signal(sig)
 			if code, want := r.exit(), 128+int(sig); code != want {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, want, r.stderr)

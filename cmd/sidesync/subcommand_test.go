@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -109,7 +112,7 @@ func TestVersionAndHelp(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q", args, r.code, r.stdout)
 		}
 	}
-	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"wait", "--help"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"-help"}} {
 		r := sidesync(t, nil, args...)
 		if r.code != 0 {
 			t.Errorf("%v: exit %d", args, r.code)
@@ -165,4 +168,76 @@ func TestBinaryDependencies(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReleaseVersion builds sidesync as a release is built (scripts/release.sh, which .ci/run
+// uses too) and checks that "version" names the version and the commit of this checkout.
+func TestReleaseVersion(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go command not available")
+	}
+	head, err := exec.Command("git", "-c", "safe.directory=*", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skip("not in a git checkout:", err)
+	}
+	out := t.TempDir()
+	build := exec.Command("bash", "../../scripts/release.sh", out)
+	build.Env = append(os.Environ(), "PLATFORMS=linux/"+runtime.GOARCH, "VERSION=")
+	built, err := build.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/release.sh: %v\n%s", err, built)
+	}
+	got, err := exec.Command(filepath.Join(out, "sidesync-linux-"+runtime.GOARCH), "version").Output()
+	if err != nil {
+		t.Fatalf("version: %v", err)
+	}
+	commit := strings.TrimSpace(string(head))
+	if !strings.HasPrefix(string(got), "sidesync v") || !strings.Contains(string(got), "(commit "+commit) {
+		t.Errorf("version printed %q, want a version and commit %s", got, commit)
+	}
+}
+
+// TestContractPrecedence (issue 7, fault 5): one order for waiting and quitting alike: a sidecar
+// named by a flag or SIDESYNC_* variable is waited for and told to quit, whatever the article's
+// and scuttle's variables say; the article's PROXY=true works beside scuttle's other variables.
+func TestContractPrecedence(t *testing.T) {
+	t.Run("--admin beside scuttle's variables is waited for and quit", func(t *testing.T) {
+		e := startEmu(t, "--ready-after-probes", "1")
+		r := sidesync(t, []string{"SCUTTLE_LOGGING=true", "START_WITHOUT_ENVOY=false"}, "--admin", e.admin(), "--", bin.testcmd, "exit", "0")
+		if r.code != 0 || e.waitExit() != 0 || e.quits() != 1 || e.requests("/ready") != 2 {
+			t.Errorf("exit %d, %d probes, %d quits; want 0, 2, 1; stderr:\n%s", r.code, e.requests("/ready"), e.quits(), r.stderr)
+		}
+	})
+	t.Run("--admin beats ENVOY_ADMIN_API for the wait and the quit", func(t *testing.T) {
+		flag, scuttle := startEmu(t), startEmu(t)
+		r := sidesync(t, []string{"ENVOY_ADMIN_API=" + scuttle.admin()}, "--admin", flag.admin(), "--", bin.testcmd, "exit", "0")
+		if r.code != 0 || flag.waitExit() != 0 || flag.quits() != 1 {
+			t.Errorf("exit %d, --admin's sidecar got %d quits; want 0 and 1; stderr:\n%s", r.code, flag.quits(), r.stderr)
+		}
+		if n := scuttle.requests("/ready") + scuttle.quits(); n != 0 {
+			t.Errorf("ENVOY_ADMIN_API's sidecar got %d requests, want none", n)
+		}
+		mustContain(t, r.stderr, "ENVOY_ADMIN_API", "ignored")
+	})
+	t.Run("PROXY=true beside scuttle's behaviour variables", func(t *testing.T) {
+		e := startEmu(t)
+		env := []string{"PROXY=true", "proxyEndpoint=" + e.admin() + "/", "SCUTTLE_LOGGING=true"}
+		r := sidesync(t, env, "--", bin.testcmd, "exit", "0")
+		if r.code != 0 || e.waitExit() != 0 || e.quits() != 1 {
+			t.Errorf("exit %d, %d quits; want 0 and 1; stderr:\n%s", r.code, e.quits(), r.stderr)
+		}
+	})
+	t.Run("PROXY=true and ENVOY_ADMIN_API contradict", func(t *testing.T) {
+		r := sidesync(t, []string{"PROXY=true", "ENVOY_ADMIN_API=http://127.0.0.1:15000"}, "--", bin.testcmd, "exit", "0")
+		if r.code != 2 {
+			t.Errorf("exit %d, want 2", r.code)
+		}
+		mustContain(t, r.stderr, "PROXY=", "ENVOY_ADMIN_API=")
+	})
+	t.Run("interval without PROXY is the application's", func(t *testing.T) {
+		r := sidesync(t, []string{"interval=5m", "maxRetries=lots", "proxyEndpoint=/api"}, "--pod-info", t.TempDir(), "--", bin.testcmd, "exit", "6")
+		if r.code != 6 {
+			t.Errorf("exit %d, want the command's 6; stderr:\n%s", r.code, r.stderr)
+		}
+	})
 }

@@ -36,16 +36,20 @@ func (a *app) waitAll() error {
 	start := time.Now()
 	results := make(chan waitResult, len(targets))
 	for _, sc := range targets {
-		go func() { results <- a.waitOne(ctx, sc) }()
+		go func() { results <- a.waitFor(ctx, sc) }()
 	}
 	var first error
+	var stop *signalError // the first stop signal; it wins over any verdict, even "ready"
 	for pending := len(targets); pending > 0; {
 		select {
 		case s := <-a.sigs:
-			if sig := s.(syscall.Signal); stopsWait(sig) {
-				cancel(&signalError{sig})
-			} else {
+			sig := s.(syscall.Signal)
+			switch {
+			case !stopsWait(sig):
 				a.log.Info("ignoring signal: the command has not started", "signal", child.SignalName(sig))
+			case stop == nil:
+				stop = &signalError{sig}
+				cancel(stop)
 			}
 		case r := <-results:
 			pending--
@@ -57,11 +61,26 @@ func (a *app) waitAll() error {
 		}
 	}
 	a.sum.waited = time.Since(start)
-	a.sum.sidecar = "ready"
-	if first != nil {
+	switch {
+	case stop != nil:
+		// A stop signal taken from the channel is never dropped, even when the probe in flight
+		// then answered ready (issue 7, fault 1): the command must not start.
+		a.sum.sidecar = "wait stopped"
+		return stop
+	case first != nil:
 		a.sum.sidecar = "not ready"
+	default:
+		a.sum.sidecar = "ready"
 	}
 	return first
+}
+
+// waitFor waits for one sidecar: waitOne, unless a test stands in for it.
+func (a *app) waitFor(ctx context.Context, sc sidecar.Sidecar) waitResult {
+	if a.waitOneFunc != nil {
+		return a.waitOneFunc(ctx, sc)
+	}
+	return a.waitOne(ctx, sc)
 }
 
 // waitOne waits for one sidecar, logging under its name.
@@ -119,7 +138,9 @@ func (a *app) pendingStop() (syscall.Signal, bool) {
 func (a *app) waitOnly() int {
 	a.listen()
 	defer signal.Stop(a.sigs)
-	a.resolve()
+	if !a.resolve() {
+		return exitUnavailable
+	}
 	if code, ok := a.waitPhase(); !ok {
 		return code
 	}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds sidesync's release binaries: static (CGO_ENABLED=0, so they run in scratch and
+# distroless images), stripped, reproducible (-trimpath), and stamped with the version and the
+# commit they were built from, which `sidesync version` prints.
+#
+#   scripts/release.sh [OUTDIR]        # default OUTDIR: dist
+#
+# Writes OUTDIR/sidesync-linux-amd64 and OUTDIR/sidesync-linux-arm64 (PLATFORMS="linux/amd64"
+# builds fewer) and prints their paths. The version is `git describe --tags` when the commit is
+# tagged (v1.2.3), else a Go pseudo-version (v0.0.0-20261202150405-abcdef123456); a dirty tree
+# adds "-dirty". VERSION and COMMIT in the environment override both (for builds outside git).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-dist}"
+mkdir -p "$out"
+
+git_() { git -c safe.directory="$PWD" "$@"; }
+commit="${COMMIT:-$(git_ rev-parse HEAD 2>/dev/null || echo unknown)}"
+if [ -z "${VERSION:-}" ]; then
+  if VERSION=$(git_ describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null); then
+    :
+  elif stamp=$(TZ=UTC git_ log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S 2>/dev/null); then
+    VERSION="v0.0.0-$stamp-${commit:0:12}"
+  else
+    VERSION="v0.0.0-unknown"
+  fi
+  if [ -n "$(git_ status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+    VERSION="$VERSION-dirty"
+    commit="$commit-dirty"
+  fi
+fi
+
+for platform in ${PLATFORMS:-linux/amd64 linux/arm64}; do
+  os=${platform%/*} arch=${platform#*/}
+  bin="$out/sidesync-$os-$arch"
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false \
+    -ldflags="-s -w -X main.version=$VERSION -X main.commit=$commit" -o "$bin" ./cmd/sidesync
+  echo "$bin"
+done
