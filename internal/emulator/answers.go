@@ -5,8 +5,9 @@ package emulator
 // headers follow from the standard library rather than from the sidecar's
 // code: http.Error sets a plain-text type and nosniff and appends "\n" to
 // the message; a first Write without a content type gets one sniffed from
-// the body, "text/plain; charset=utf-8" for the short texts here; an
-// answer without a body gets no content type at all.
+// the body ("text/plain; charset=utf-8" for the short texts here), which
+// the emulator leaves to net/http as well (Response.Sniff); an answer
+// without a body gets no content type at all.
 
 // goTextType is the content type Go's net/http gives plain text, by
 // http.Error or by sniffing.
@@ -22,10 +23,10 @@ func typed(status int, contentType, body string) Response {
 	return Response{Status: status, Header: []Field{{"content-type", contentType}}, Body: []byte(body)}
 }
 
-// goText is a Go handler's w.WriteHeader(status); w.Write(body): the
-// content type is sniffed.
+// goText is a Go handler's w.WriteHeader(status); w.Write(body): net/http
+// sniffs the content type from the body.
 func goText(status int, body string) Response {
-	return typed(status, goTextType, body)
+	return Response{Status: status, Body: []byte(body), Sniff: true}
 }
 
 // goError is Go's http.Error(w, msg, status): msg plus "\n", plain text,

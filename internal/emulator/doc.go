@@ -1,7 +1,7 @@
 // Package emulator runs emulated Kubernetes sidecars: real programs that
 // listen on loopback and answer a sidecar's readiness and shutdown
 // endpoints exactly as the real sidecar does, to the status code and body.
-// The tests of sidesync and `sidesync demo` run them instead of a real
+// The tests of sidesync and `sidesync-emulator demo` run them instead of a real
 // Envoy, Istio, Linkerd, Consul, Dapr, Cloud SQL Proxy or Vault Agent.
 //
 // The source of truth for every answer is
@@ -10,15 +10,17 @@
 //
 // # Layers
 //
-//   - Server is a deliberately small HTTP/1.1 server written on package net.
-//     The package is linked into the production sidesync binary, which must
-//     not link net/http (size and RSS budget), so no non-test file here may
-//     import net/http or anything that imports it, nor regexp (about
-//     100 KB); imports_test.go checks this. Each connection carries exactly
-//     one request and is then closed ("connection: close" is valid
-//     HTTP/1.1). Request bodies are read and discarded: Content-Length
-//     bodies and chunked bodies (decoded) up to 1 MiB; a body above that
-//     gets 413 and any transfer coding other than chunked gets 501.
+//   - Server serves a listener with net/http (HTTP/1.1, keep-alive) and
+//     adds what emulation needs: a request event as soon as the outcome of
+//     a request is decided, and outcomes besides answering (hang, reset,
+//     eof: Outcome), carried out on the hijacked connection. Answers carry
+//     exactly the header fields their Response names plus content-length:
+//     no date, and a content type only where the real sidecar sends one
+//     (net/http's sniffing only for Go sidecars, Response.Sniff). Request
+//     bodies are read and discarded up to 1 MiB; a body above that gets
+//     413. Malformed requests are refused by net/http itself, without a
+//     request event. The package is for the emulator program and the tests,
+//     never for the pod binary, so it may use net/http.
 //   - Mux dispatches on a table of Routes. A Route names its allowed methods
 //     and its Role, which says which behaviour knob (Options.ReadyBehaviour,
 //     Options.QuitBehaviour) governs it, and may Refuse a request (peer,
@@ -32,7 +34,7 @@
 //     each: envoy (ref §1) and its aliases osm (§2), kuma (§6) and appmesh
 //     (§9); istio (§3); linkerd (§4); consul (§5); dapr (§7); cloudsql
 //     (§8); vault (§10).
-//   - Main is the program entry point behind `sidesync emulate`.
+//   - Main is the program entry point behind `sidesync-emulator emulate`.
 //
 // # Events
 //

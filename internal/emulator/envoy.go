@@ -212,9 +212,9 @@ func (e *envoyAdmin) stats(r *Request) Reply {
 }
 
 // statFilter matches stat names against a /stats filter. Envoy takes an
-// RE2 regex (ref §1.6); the emulator takes it as a literal, as a
-// simplification that keeps package regexp (about 100 KB) out of the
-// production binary, and sidesync never queries /stats: a leading ^
+// RE2 regex (ref §1.6); the emulator takes it as a literal, a
+// simplification made when the package had to stay out of package regexp
+// and kept since, as sidesync never queries /stats: a leading ^
 // anchors at the start, a trailing $ at the end, a backslash makes the
 // next character literal ("server\.state"), and anything else must appear
 // as written. An invalid regex is therefore never refused with 400, and

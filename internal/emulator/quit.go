@@ -74,7 +74,7 @@ func (s *Sidecar) acceptQuit(plan ExitPlan) {
 }
 
 // exitLater stops the sidecar with the exit plan's code after its delay,
-// on its own goroutine because it runs as a Reply's After on a connection
+// on its own goroutine because it runs as a Reply's After on a request
 // goroutine that Server.Close waits for.
 func (s *Sidecar) exitLater() {
 	s.mu.Lock()

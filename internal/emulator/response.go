@@ -1,24 +1,31 @@
 package emulator
 
 import (
-	"bufio"
+	"net/http"
 	"strconv"
 	"strings"
 )
 
 // Field is one HTTP header field. Fields are kept as ordered slices rather
-// than maps so that answers go out in a fixed, reproducible order.
+// than maps so that route tables read as data.
 type Field struct {
 	Name  string
 	Value string
 }
 
 // Response is a complete answer: status, header fields and body. The
-// server adds content-length and "connection: close" itself.
+// server adds content-length itself and nothing else: no date, and no
+// content type unless the Response has one or asks for sniffing.
 type Response struct {
 	Status int
 	Header []Field
 	Body   []byte
+	// Sniff lets net/http choose the content type from the body when the
+	// Response sets none, as it does for a Go sidecar's handler that
+	// writes a body without setting one (see answers.go). Without it an
+	// answer that sets no content type has none, as with Envoy and
+	// linkerd2-proxy.
+	Sniff bool
 }
 
 // Text returns a Response with the given status and body and no header
@@ -50,28 +57,33 @@ func withFallback(header, fallback []Field) []Field {
 	return out
 }
 
-// writeResponse writes resp as HTTP/1.1 with "connection: close". A HEAD
-// request gets the same head, including the content-length the body would
-// have, but no body (RFC 9110 §9.3.2).
-func writeResponse(w *bufio.Writer, method string, resp Response) error {
-	w.WriteString("HTTP/1.1 " + strconv.Itoa(resp.Status) + " " + statusText(resp.Status) + "\r\n")
+// writeResponse writes resp through net/http. A HEAD request gets the same
+// head, including the content-length the body would have, but no body
+// (RFC 9110 §9.3.2; net/http drops the body). The answer is flushed, so
+// that it is on the wire before a Reply's After runs.
+func writeResponse(w http.ResponseWriter, resp Response) {
+	h := w.Header()
 	for _, f := range resp.Header {
-		if isFraming(f.Name) {
-			continue
+		if !isFraming(f.Name) {
+			h.Add(f.Name, f.Value) // net/http turns CR and LF in values into spaces
 		}
-		w.WriteString(f.Name + ": " + oneLine(f.Value) + "\r\n")
+	}
+	// A nil entry stops net/http from adding the field.
+	h["Date"] = nil
+	if _, typed := h["Content-Type"]; !typed && !resp.Sniff {
+		h["Content-Type"] = nil
 	}
 	// RFC 9110 §8.6: no content-length (and no body) on 1xx and 204;
 	// 304 has no body either.
-	noBody := resp.Status/100 == 1 || resp.Status == 204 || resp.Status == 304
-	if !noBody {
-		w.WriteString("content-length: " + strconv.Itoa(len(resp.Body)) + "\r\n")
+	hasBody := resp.Status/100 != 1 && resp.Status != 204 && resp.Status != 304
+	if hasBody {
+		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	}
-	w.WriteString("connection: close\r\n\r\n")
-	if !noBody && method != "HEAD" {
+	w.WriteHeader(resp.Status)
+	if hasBody {
 		w.Write(resp.Body)
 	}
-	return w.Flush()
+	http.NewResponseController(w).Flush()
 }
 
 // isFraming reports the fields that only the server writes; a handler's
@@ -82,43 +94,4 @@ func isFraming(name string) bool {
 		return true
 	}
 	return false
-}
-
-// oneLine keeps a header value on one line so that no handler can split
-// the response.
-func oneLine(v string) string {
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
-}
-
-// statusText is the reason phrase for the codes the emulators send.
-func statusText(code int) string {
-	switch code {
-	case 100:
-		return "Continue"
-	case 200:
-		return "OK"
-	case 204:
-		return "No Content"
-	case 400:
-		return "Bad Request"
-	case 403:
-		return "Forbidden"
-	case 404:
-		return "Not Found"
-	case 405:
-		return "Method Not Allowed"
-	case 413:
-		return "Content Too Large"
-	case 431:
-		return "Request Header Fields Too Large"
-	case 500:
-		return "Internal Server Error"
-	case 501:
-		return "Not Implemented"
-	case 503:
-		return "Service Unavailable"
-	case 505:
-		return "HTTP Version Not Supported"
-	}
-	return "Status " + strconv.Itoa(code)
 }

@@ -1,21 +1,22 @@
 package emulator
 
 import (
-	"bufio"
 	"errors"
 	"io"
+	"log"
 	"net"
+	"net/http"
 	"strconv"
-	"strings"
 	"sync"
-	"time"
 )
 
-// Outcome says how the server finishes a connection after a request.
+// Outcome says how the server finishes a request.
 type Outcome int
 
 const (
-	// Answer writes the Reply's Response and closes the connection.
+	// Answer writes the Reply's Response; the connection stays open for
+	// the next request (HTTP/1.1 keep-alive) unless the client asked to
+	// close it.
 	Answer Outcome = iota
 	// Hang holds the connection open without answering until the server
 	// closes or the peer goes away: a wedged sidecar.
@@ -48,50 +49,67 @@ type Reply struct {
 	Outcome Outcome
 	// Response is the answer; it is used only when Outcome is Answer.
 	Response Response
-	// After, when not nil, runs once the answer has been written (or the
-	// connection reset or dropped). It runs on the connection's goroutine
-	// and must not block: Server.Close waits for that goroutine.
+	// After, when not nil, runs once the answer has been flushed to the
+	// connection (or the connection reset or dropped). It runs on the
+	// request's goroutine and must not block: Server.Close waits for it.
 	After func()
 }
 
 // Handler decides how to answer one request.
 type Handler func(r *Request) Reply
 
-// Server is a minimal HTTP/1.1 server on package net: one request per
-// connection, then close. It exists because the production binary must
-// not link net/http (see the package documentation).
+// Server serves a Handler over HTTP/1.1 with net/http, adding what the
+// emulated sidecars need on top: a log call per request as soon as its
+// outcome is decided, the Hang, Reset and Drop outcomes (by hijacking the
+// connection), and a Close that waits for every handler it let start and
+// closes hung connections instead of waiting for their peers.
 type Server struct {
 	handler Handler
 	logf    func(r *Request, result string)
+	http    *http.Server
 
-	mu     sync.Mutex
-	closed bool
-	lns    map[net.Listener]struct{}
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	closed   bool
+	lns      []net.Listener        // closed by Close even if Serve has not begun
+	hijacked map[net.Conn]struct{} // hung connections, which net/http no longer tracks
+	handlers sync.WaitGroup        // running handlers; added to only under mu while open
 }
-
-// lingerTimeout bounds how long an answered connection waits for the peer
-// to close its side before the server closes it anyway.
-const lingerTimeout = 2 * time.Second
 
 // errServerClosed is returned by Start after Close.
 var errServerClosed = errors.New("emulator: server closed")
 
 // NewServer returns a Server that passes each request to h. When logf is
-// not nil it is called once per request with the status code, or "hang",
-// "reset" or "eof", as soon as the outcome is decided.
-func NewServer(h Handler, logf func(r *Request, result string)) *Server {
-	return &Server{
-		handler: h,
-		logf:    logf,
-		lns:     make(map[net.Listener]struct{}),
-		conns:   make(map[net.Conn]struct{}),
+// not nil it is called once per request that reaches the server's
+// handling, with the status code, or "hang", "reset" or "eof", as soon as
+// the outcome is decided and before it is carried out. Requests that
+// net/http itself refuses (a malformed head, say) are answered by net/http
+// and not logged. What net/http reports, such as a handler's panic (which
+// it recovers from), goes to diagnostics; nil discards it.
+func NewServer(h Handler, logf func(r *Request, result string), diagnostics io.Writer) *Server {
+	if diagnostics == nil {
+		diagnostics = io.Discard
 	}
+	s := &Server{handler: h, logf: logf, hijacked: make(map[net.Conn]struct{})}
+	var protocols http.Protocols
+	protocols.SetHTTP1(true) // the admin endpoints emulated speak HTTP/1.1
+	s.http = &http.Server{
+		Handler:   s,
+		Protocols: &protocols,
+		// net/http reads up to 4 KiB beyond MaxHeaderBytes before it
+		// answers 431.
+		MaxHeaderBytes: maxHeadBytes - 4<<10,
+		// "OPTIONS *" goes to ServeHTTP, which refuses it like any
+		// target that is not a path.
+		DisableGeneralOptionsHandler: true,
+		// Not the log package's default: a library writes only where it
+		// is told to (house style).
+		ErrorLog: log.New(diagnostics, "emulator: ", 0),
+	}
+	return s
 }
 
-// Start accepts connections on ln in the background until Close. It fails
-// if the server is already closed, and then closes ln.
+// Start serves ln in the background until Close. It fails if the server
+// is already closed, and then closes ln.
 func (s *Server) Start(ln net.Listener) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -99,144 +117,111 @@ func (s *Server) Start(ln net.Listener) error {
 		ln.Close()
 		return errServerClosed
 	}
-	s.lns[ln] = struct{}{}
-	s.wg.Add(1)
-	go s.accept(ln)
+	s.lns = append(s.lns, ln)
+	go s.http.Serve(ln)
 	return nil
 }
 
-// Close stops every listener, closes every open connection (which ends
-// hanging ones) and waits until all connection goroutines have returned.
-// It is safe to call more than once.
+// Close stops every listener, closes every connection (which ends hanging
+// ones) and waits until every handler that started has returned. It is
+// safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	for ln := range s.lns {
+	for _, ln := range s.lns {
 		ln.Close()
 	}
-	for c := range s.conns {
+	for c := range s.hijacked {
 		c.Close()
 	}
 	s.mu.Unlock()
-	s.wg.Wait()
+	// This closes every connection net/http tracks; it waits for the
+	// Serve calls that have begun, so no connection they accepted escapes.
+	s.http.Close()
+	s.handlers.Wait()
 	return nil
 }
 
-func (s *Server) accept(ln net.Listener) {
-	defer s.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return // closed listener, or a fatal error: either way stop
+// ServeHTTP runs the Handler for one request and carries out its Reply.
+func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
+	if !s.enter() {
+		// Closing: nobody will wait for this handler, so it must not run.
+		// ErrAbortHandler closes the connection without an answer or a log.
+		panic(http.ErrAbortHandler)
+	}
+	defer s.handlers.Done()
+	req := newRequest(hr)
+	reply, ok := admit(w, hr, req)
+	if !ok {
+		panic(http.ErrAbortHandler) // the peer went away: nobody to answer
+	}
+	if reply == nil {
+		r := s.handler(req)
+		reply = &r
+	}
+	if s.logf != nil {
+		result := reply.Outcome.String()
+		if reply.Outcome == Answer {
+			result = strconv.Itoa(reply.Response.Status)
 		}
-		if s.track(c) {
-			go s.serve(c)
-		}
+		s.logf(req, result)
+	}
+	s.finish(w, reply)
+	if reply.After != nil {
+		reply.After()
 	}
 }
 
-// track registers c, or closes it when the server is closing. The
-// WaitGroup is only added to under mu while open, so Close never races an
-// Add.
+// enter counts a handler in unless the server is closing.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.handlers.Add(1)
+	return true
+}
+
+// finish carries out reply on the request's connection.
+func (s *Server) finish(w http.ResponseWriter, reply *Reply) {
+	if reply.Outcome == Answer {
+		writeResponse(w, reply.Response)
+		return
+	}
+	c, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // cannot happen on HTTP/1.1; close anyway
+	}
+	switch reply.Outcome {
+	case Hang:
+		if s.track(c) {
+			// Reading returns only when the peer leaves or Close closes c.
+			io.Copy(io.Discard, rw)
+			s.forget(c)
+		}
+	case Reset:
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+	}
+	c.Close()
+}
+
+// track registers a hung connection so that Close can end it, or reports
+// false when the server is already closing.
 func (s *Server) track(c net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		c.Close()
 		return false
 	}
-	s.conns[c] = struct{}{}
-	s.wg.Add(1)
+	s.hijacked[c] = struct{}{}
 	return true
 }
 
 func (s *Server) forget(c net.Conn) {
 	s.mu.Lock()
-	delete(s.conns, c)
+	delete(s.hijacked, c)
 	s.mu.Unlock()
-	c.Close()
-}
-
-// serve handles the single request of connection c.
-func (s *Server) serve(c net.Conn) {
-	defer s.wg.Done()
-	defer s.forget(c)
-	br := bufio.NewReaderSize(c, maxHeadBytes)
-	req, err := readRequest(c, br)
-	req.Peer = c.RemoteAddr()
-	var reply Reply
-	var se *statusError
-	switch {
-	case err == nil:
-		reply = s.handler(req)
-	case errors.As(err, &se):
-		reply = Reply{Response: Response{
-			Status: se.status,
-			Header: []Field{{"content-type", "text/plain"}},
-			Body:   []byte(statusText(se.status)),
-		}}
-	default:
-		return // the peer went away or sent nothing: nobody to answer
-	}
-	s.finish(c, br, req, reply)
-}
-
-// readRequest reads the head and the body of one request, sending
-// "100 Continue" first when the client waits for it (RFC 9110 §10.1.1).
-func readRequest(c net.Conn, br *bufio.Reader) (*Request, error) {
-	req, err := readHead(br)
-	if err != nil {
-		return req, err
-	}
-	hasBody := req.chunked || req.contentLength > 0
-	if hasBody && req.contentLength <= maxBodyBytes && req.Proto == "HTTP/1.1" &&
-		strings.EqualFold(req.Get("Expect"), "100-continue") {
-		if _, err := io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
-			return req, err
-		}
-	}
-	return req, discardBody(br, req)
-}
-
-// finish carries out reply on c and logs the outcome.
-func (s *Server) finish(c net.Conn, br *bufio.Reader, req *Request, reply Reply) {
-	result := reply.Outcome.String()
-	if reply.Outcome == Answer {
-		result = strconv.Itoa(reply.Response.Status)
-	}
-	if s.logf != nil {
-		s.logf(req, result)
-	}
-	switch reply.Outcome {
-	case Hang:
-		// Reading returns only when the peer leaves or Close closes c.
-		io.Copy(io.Discard, br)
-	case Reset:
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetLinger(0)
-		}
-		c.Close()
-	case Drop:
-		c.Close()
-	default:
-		writeResponse(bufio.NewWriter(c), req.Method, reply.Response)
-		// Send FIN now so the client sees the end of the answer at once.
-		if cw, ok := c.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
-		}
-	}
-	if reply.After != nil {
-		reply.After()
-	}
-	if reply.Outcome == Answer {
-		// Wait for the peer to close before closing: closing with unread
-		// input (a refused, half-read request) would send RST and could
-		// destroy the answer in flight.
-		c.SetReadDeadline(time.Now().Add(lingerTimeout))
-		io.CopyN(io.Discard, br, maxBodyBytes)
-	}
 }

@@ -61,7 +61,7 @@ func New(p Profile, opts Options) *Sidecar {
 		}
 		mux.Wrap = s.wrap
 		l := &listener{name: spec.Name, mux: mux}
-		l.server = NewServer(mux.Serve, s.requestLogger(spec.Name))
+		l.server = NewServer(mux.Serve, s.requestLogger(spec.Name), s.opts.Diagnostics)
 		s.listeners = append(s.listeners, l)
 	}
 	return s
@@ -189,7 +189,7 @@ func (s *Sidecar) stop(code int) {
 	close(s.stopping)
 	s.mu.Unlock()
 	for _, l := range s.listeners {
-		l.server.Close() // waits for connections, so request events come first
+		l.server.Close() // waits for handlers, so their request events come first
 	}
 	s.events.emit("exit", "code", strconv.Itoa(code))
 	close(s.done)
@@ -207,11 +207,7 @@ func (s *Sidecar) watch(ctx context.Context) {
 // writes request events.
 func (s *Sidecar) requestLogger(name string) func(r *Request, result string) {
 	return func(r *Request, result string) {
-		peer := ""
-		if r.Peer != nil {
-			peer = r.Peer.String()
-		}
 		s.events.emit("request", "method", r.Method, "path", r.Path, "status", result,
-			"peer", peer, "listener", name)
+			"peer", r.Peer, "listener", name)
 	}
 }
