@@ -15,7 +15,7 @@ import (
 // means that sidesync must detect them.
 func (p *parser) buildSidecars(cfg *Config) {
 	scs := append(p.legacySidecars(), p.compatSidecars...)
-	for _, s := range p.raw.specs {
+	for _, s := range p.in.specs {
 		sc, err := s.sidecar(p.lookupEnv)
 		if err != nil {
 			p.problem(fmt.Errorf("%s: %s: %w", s.source, s.profile, err))
@@ -35,27 +35,27 @@ func (p *parser) buildSidecars(cfg *Config) {
 // legacySidecars is the sidecar of --admin, --ready-url and --quit-url (sidesync's first form),
 // plus quit-only ones for extra quit URLs.
 func (p *parser) legacySidecars() []sidecar.Sidecar {
-	r := &p.raw
+	in := &p.in
 	if !p.given(flagAdmin) && !p.given(flagReadyURL) && !p.given(flagQuitURL) {
 		return nil
 	}
 	main := sidecar.Sidecar{Name: "envoy"}
 	switch {
-	case r.readyURL != "":
-		main.Name, main.Ready = "sidecar", &sidecar.Check{Kind: sidecar.HTTPStatus, URL: r.readyURL}
+	case in.readyURL != "":
+		main.Name, main.Ready = "sidecar", &sidecar.Check{Kind: sidecar.HTTPStatus, URL: in.readyURL}
 	case p.given(flagAdmin):
-		main.Ready = &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: r.admin}
+		main.Ready = &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: in.admin}
 	}
 	var extra []sidecar.Call
 	switch {
-	case p.given(flagQuitURL) && len(r.quitURLs) > 0:
-		main.Quit = &sidecar.Call{URL: r.quitURLs[0]}
-		for _, u := range r.quitURLs[1:] {
+	case p.given(flagQuitURL) && len(in.quitURLs) > 0:
+		main.Quit = &sidecar.Call{URL: in.quitURLs[0]}
+		for _, u := range in.quitURLs[1:] {
 			extra = append(extra, sidecar.Call{URL: u})
 		}
 		p.checkLoopback(p.source[flagQuitURL], main.Quit)
 	case p.given(flagAdmin):
-		q := sidecar.EnvoyQuit(r.admin)
+		q := sidecar.EnvoyQuit(in.admin)
 		main.Quit = &q
 		p.checkLoopback(p.source[flagAdmin], main.Quit)
 	}
@@ -74,7 +74,7 @@ func (p *parser) legacySidecars() []sidecar.Sidecar {
 // checkLoopback refuses a quit call outside loopback unless --allow-remote-quit: a quit is for
 // this pod's own sidecar.
 func (p *parser) checkLoopback(source string, c *sidecar.Call) {
-	if c == nil || p.raw.allowRemoteQuit || IsLoopback(c.URL) {
+	if c == nil || p.in.allowRemoteQuit || IsLoopback(c.URL) {
 		return
 	}
 	p.problem(fmt.Errorf("%s: quit URL %s is not on a loopback address; quitting a sidecar of another pod is refused unless --%s (%s=true) is given",

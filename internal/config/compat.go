@@ -49,7 +49,7 @@ func (p *parser) ownSidecarSources() []string {
 	var out []string
 	for _, name := range sidecarFlags {
 		src, ok := p.source[name]
-		if ok && (name != flagDisabled || p.raw.disabled) {
+		if ok && (name != flagDisabled || p.cfg.Disabled) {
 			out = append(out, src)
 		}
 	}

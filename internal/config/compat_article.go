@@ -82,7 +82,7 @@ func (p *parser) articleBehaviour(a article) {
 	if !a.on || (!a.hasInterval && !a.hasRetries) {
 		return // sidesync's own fast policy
 	}
-	p.setDefault(flagBackoff, "interval", backoffPolly)
+	p.setDefault(flagBackoff, "interval", string(BackoffPolly))
 	interval := a.interval
 	if !a.hasInterval {
 		interval = 1

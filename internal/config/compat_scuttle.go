@@ -156,7 +156,7 @@ func (p *parser) scuttleIstioQuit(s scuttle) (sidecar.Call, bool) {
 }
 
 func (p *parser) requireLoopback(name, u string) {
-	if !p.raw.allowRemoteQuit && !IsLoopback(u) {
+	if !p.in.allowRemoteQuit && !IsLoopback(u) {
 		p.problem(fmt.Errorf("%s (scuttle): quit URL %s is not on a loopback address; set %s=true to allow it",
 			name, u, EnvName(flagAllowRemote)))
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -15,28 +16,28 @@ func TestArticleContract(t *testing.T) {
 		name string
 		args []string
 		env  []string
-		want view
+		want *Config
 	}{
 		{"PROXY=true with endpoint", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:15000/"}, with(envoyAt("http://127.0.0.1:15000/"))},
 		{"PROXY=true without endpoint uses OSM's admin", nil, []string{"PROXY=true"}, with(envoyAt("http://127.0.0.1:15000"))},
-		{"interval and maxRetries give Polly's policy", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:9901/", "interval=1", "maxRetries=5"}, with(func(v *view) {
-			envoyAt("http://127.0.0.1:9901/")(v)
-			v.Backoff = "decorrelated jitter (Polly V2), median first delay 1s, 5 retries"
-			v.Timeout, v.MaxRetries = 0, 5
+		{"interval and maxRetries give Polly's policy", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:9901/", "interval=1", "maxRetries=5"}, with(func(c *Config) {
+			envoyAt("http://127.0.0.1:9901/")(c)
+			pollyWith(time.Second, 5)(c)
+			c.Timeout = 0
 		})},
-		{"interval alone keeps the default timeout", nil, []string{"PROXY=true", "interval=2"}, with(func(v *view) {
-			envoyAt(DefaultAdmin)(v)
-			v.Backoff = "decorrelated jitter (Polly V2), median first delay 2s"
+		{"interval alone keeps the default timeout", nil, []string{"PROXY=true", "interval=2"}, with(func(c *Config) {
+			envoyAt(DefaultAdmin)(c)
+			pollyWith(2*time.Second, -1)(c)
 		})},
-		{"maxRetries alone uses a 1s median", nil, []string{"PROXY=true", "maxRetries=3"}, with(func(v *view) {
-			envoyAt(DefaultAdmin)(v)
-			v.Backoff = "decorrelated jitter (Polly V2), median first delay 1s, 3 retries"
-			v.Timeout, v.MaxRetries = 0, 3
+		{"maxRetries alone uses a 1s median", nil, []string{"PROXY=true", "maxRetries=3"}, with(func(c *Config) {
+			envoyAt(DefaultAdmin)(c)
+			pollyWith(time.Second, 3)(c)
+			c.Timeout = 0
 		})},
-		{"interval=0 with retries is Polly's zero median", nil, []string{"PROXY=true", "interval=0", "maxRetries=2"}, with(func(v *view) {
-			envoyAt(DefaultAdmin)(v)
-			v.Backoff = "decorrelated jitter (Polly V2), median first delay 0s, 2 retries"
-			v.Timeout, v.MaxRetries = 0, 2
+		{"interval=0 with retries is Polly's zero median", nil, []string{"PROXY=true", "interval=0", "maxRetries=2"}, with(func(c *Config) {
+			envoyAt(DefaultAdmin)(c)
+			pollyWith(0, 2)(c)
+			c.Timeout = 0
 		})},
 		{"PROXY=false", nil, []string{"PROXY=false", "proxyEndpoint=http://127.0.0.1:15000/"}, with(disabled)},
 		// Without PROXY the article's contract is not in use: these names are the application's.
@@ -44,20 +45,29 @@ func TestArticleContract(t *testing.T) {
 		{"PROXY=True is not true", nil, []string{"PROXY=True"}, with(disabled)},
 		{"explicit settings beat PROXY=false", []string{"--admin", "http://127.0.0.1:19000"}, []string{"PROXY=false"}, with(envoyAt("http://127.0.0.1:19000"))},
 		{"SIDESYNC_ beats proxyEndpoint", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:1/", "SIDESYNC_ADMIN=http://127.0.0.1:2"}, with(envoyAt("http://127.0.0.1:2"))},
-		{"flags beat interval", []string{"--backoff=constant", "--interval=50ms"}, []string{"PROXY=true", "interval=1"}, with(func(v *view) {
-			envoyAt(DefaultAdmin)(v)
-			v.Backoff = "constant 50ms"
+		{"flags beat interval", []string{"--backoff=constant", "--interval=50ms"}, []string{"PROXY=true", "interval=1"}, with(func(c *Config) {
+			envoyAt(DefaultAdmin)(c)
+			probing(BackoffPolicy{Kind: BackoffConstant, Interval: 50 * time.Millisecond, MaxRetries: -1}, sidecar.Constant{Delay: 50 * time.Millisecond})(c)
 		})},
 		{"lowercase proxy alone changes nothing", nil, []string{"proxy=true"}, defaults()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkView(t, tt.args, tt.env, tt.want)
+			checkConfig(t, tt.args, tt.env, tt.want)
 		})
 	}
 }
 
-func disabled(v *view) { v.Disabled, v.Detect = true, false }
+func disabled(c *Config) { c.Disabled, c.Detect = true, false }
+
+// pollyWith is the article's policy: Polly's median first delay and a retry count (-1: none).
+func pollyWith(median time.Duration, retries int) func(*Config) {
+	var b sidecar.Backoff = sidecar.DecorrelatedJitter{Median: median}
+	if retries >= 0 {
+		b = sidecar.Polly(median, retries, false)
+	}
+	return probing(BackoffPolicy{Kind: BackoffPolly, Interval: median, MaxRetries: retries}, b)
+}
 
 // TestScuttleContract covers every scuttle variable (redboxllc and kvij), minus its bugs.
 func TestScuttleContract(t *testing.T) {
@@ -70,7 +80,7 @@ func TestScuttleContract(t *testing.T) {
 	tests := []struct {
 		name string
 		env  []string
-		want view
+		want *Config
 	}{
 		{"ENVOY_ADMIN_API on 15000 quits Istio's agent, Envoy if absent", []string{"ENVOY_ADMIN_API=" + istio}, with(sidecars(istioSC))},
 		{"ENVOY_ADMIN_API elsewhere quits Envoy", []string{"ENVOY_ADMIN_API=http://localhost:9901"}, with(envoyAt("http://localhost:9901"))},
@@ -83,39 +93,39 @@ func TestScuttleContract(t *testing.T) {
 		{"no ENVOY_ADMIN_API: generic quits only", []string{"GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:9091/quitquitquit"}, with(sidecars(
 			quitOnly("127.0.0.1:9091", "http://127.0.0.1:9091/quitquitquit")))},
 		{"no ENVOY_ADMIN_API and nothing to quit: no sidecar", []string{"SCUTTLE_LOGGING=true"}, with(disabled)},
-		{"START_WITHOUT_ENVOY", []string{"ENVOY_ADMIN_API=" + istio, "START_WITHOUT_ENVOY=true"}, with(func(v *view) {
-			sidecars(istioSC)(v)
-			v.Wait = false
+		{"START_WITHOUT_ENVOY", []string{"ENVOY_ADMIN_API=" + istio, "START_WITHOUT_ENVOY=true"}, with(func(c *Config) {
+			sidecars(istioSC)(c)
+			c.Wait = false
 		})},
-		{"WAIT_FOR_ENVOY_TIMEOUT starts anyway", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=30s"}, with(func(v *view) {
-			sidecars(istioSC)(v)
-			v.Timeout, v.StartAnyway = 30*time.Second, true
+		{"WAIT_FOR_ENVOY_TIMEOUT starts anyway", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=30s"}, with(func(c *Config) {
+			sidecars(istioSC)(c)
+			c.Timeout, c.StartAnyway = 30*time.Second, true
 		})},
-		{"WAIT_FOR_ENVOY_TIMEOUT=0 waits forever", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=0s"}, with(func(v *view) {
-			sidecars(istioSC)(v)
-			v.Timeout = 0
+		{"WAIT_FOR_ENVOY_TIMEOUT=0 waits forever", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=0s"}, with(func(c *Config) {
+			sidecars(istioSC)(c)
+			c.Timeout = 0
 		})},
-		{"QUIT_WITHOUT_ENVOY_TIMEOUT fails and wins", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=30s", "QUIT_WITHOUT_ENVOY_TIMEOUT=10s"}, with(func(v *view) {
-			sidecars(istioSC)(v)
-			v.Timeout = 10 * time.Second
+		{"QUIT_WITHOUT_ENVOY_TIMEOUT fails and wins", []string{"ENVOY_ADMIN_API=" + istio, "WAIT_FOR_ENVOY_TIMEOUT=30s", "QUIT_WITHOUT_ENVOY_TIMEOUT=10s"}, with(func(c *Config) {
+			sidecars(istioSC)(c)
+			c.Timeout = 10 * time.Second
 		})},
-		{"NEVER_KILL_ISTIO", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO=true"}, with(func(v *view) {
-			sidecars(envoyQuitting(istio, nil))(v)
-			v.QuitPolicy = QuitNever
+		{"NEVER_KILL_ISTIO", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO=true"}, with(func(c *Config) {
+			sidecars(envoyQuitting(istio, nil))(c)
+			c.QuitPolicy = QuitNever
 		})},
 		{"NEVER_KILL_ISTIO with GENERIC_QUIT_ONLY still quits generic", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO=true", "GENERIC_QUIT_ONLY=true", "GENERIC_QUIT_ENDPOINTS=http://127.0.0.1:1/q"}, with(sidecars(
 			envoyQuitting(istio, nil), quitOnly("127.0.0.1:1", "http://127.0.0.1:1/q")))},
-		{"NEVER_KILL_ISTIO_ON_FAILURE", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO_ON_FAILURE=true"}, with(func(v *view) {
-			sidecars(istioSC)(v)
-			v.QuitPolicy = QuitOnSuccess
+		{"NEVER_KILL_ISTIO_ON_FAILURE", []string{"ENVOY_ADMIN_API=" + istio, "NEVER_KILL_ISTIO_ON_FAILURE=true"}, with(func(c *Config) {
+			sidecars(istioSC)(c)
+			c.QuitPolicy = QuitOnSuccess
 		})},
-		{"QUIT_REQUEST_TIMEOUT", []string{"ENVOY_ADMIN_API=" + istio, "QUIT_REQUEST_TIMEOUT=7s"}, with(func(v *view) {
-			sidecars(istioSC)(v)
-			v.QuitReqTime = 7 * time.Second
+		{"QUIT_REQUEST_TIMEOUT", []string{"ENVOY_ADMIN_API=" + istio, "QUIT_REQUEST_TIMEOUT=7s"}, with(func(c *Config) {
+			sidecars(istioSC)(c)
+			c.QuitRequestTimeout = 7 * time.Second
 		})},
-		{"SCUTTLE_LOGGING=false", []string{"ENVOY_ADMIN_API=" + istio, "SCUTTLE_LOGGING=false"}, with(func(v *view) {
-			sidecars(istioSC)(v)
-			v.LogLevel = "WARN"
+		{"SCUTTLE_LOGGING=false", []string{"ENVOY_ADMIN_API=" + istio, "SCUTTLE_LOGGING=false"}, with(func(c *Config) {
+			sidecars(istioSC)(c)
+			c.LogLevel = slog.LevelWarn
 		})},
 		{"non-loopback ENVOY_ADMIN_API waits but does not quit", []string{"ENVOY_ADMIN_API=http://10.0.0.7:15000"}, with(sidecars(
 			envoyQuitting("http://10.0.0.7:15000", nil)))},
@@ -123,7 +133,7 @@ func TestScuttleContract(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkView(t, nil, tt.env, tt.want)
+			checkConfig(t, nil, tt.env, tt.want)
 		})
 	}
 }

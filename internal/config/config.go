@@ -42,7 +42,6 @@ const (
 	ModeRun   Mode = "run"   // sidesync [flags] -- CMD [ARGS...]
 	ModeWait  Mode = "wait"  // sidesync wait [flags]
 	ModeQuit  Mode = "quit"  // sidesync quit [flags]
-	ModeDemo  Mode = "demo"  // sidesync demo [flags]
 	ModeCheck Mode = "check" // sidesync check [flags]
 )
 
@@ -56,7 +55,9 @@ const (
 	QuitNever     QuitPolicy = "never"
 )
 
-// Defaults that are not the sidecar package's own.
+// Defaults that are not the sidecar package's own (those are sidecar.DefaultInterval,
+// sidecar.DefaultProbeTimeout, sidecar.DefaultQuitTimeout, sidecar.DefaultQuitRequestTimeout and
+// sidecar.DefaultQuitRetries). Every default is applied in one place, defaultConfig.
 const (
 	// DefaultAdmin is Envoy's admin address in Open Service Mesh pods, the article's setting.
 	DefaultAdmin = "http://127.0.0.1:15000"
@@ -64,8 +65,6 @@ const (
 	// nothing waits forever unless asked to (--timeout 0). Two minutes covers a sidecar whose
 	// image is pulled after the app container started, as linkerd's own await does.
 	DefaultTimeout = 2 * time.Minute
-	// DefaultQuitRetries is how many times a failed quit request is retried.
-	DefaultQuitRetries = 3
 	// DefaultTerminationLog is Kubernetes' default terminationMessagePath.
 	DefaultTerminationLog = "/dev/termination-log"
 	// DefaultPodInfoDir is where a downward-API volume with the pod's annotations and labels
@@ -75,7 +74,8 @@ const (
 	DefaultServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 )
 
-// Config is everything sidesync needs to run, validated.
+// Config is everything sidesync needs to run, validated. Each flag sets its field directly (see
+// newFlagSet); Sidecars, Detect and Backoff are derived, and Timeout is lifted by a retry count.
 type Config struct {
 	Mode    Mode
 	Command []string // the command and its arguments (ModeRun)
@@ -94,27 +94,54 @@ type Config struct {
 	// ServiceAccountDir.
 	KubeAPI           bool
 	ServiceAccountDir string
-	Backoff           sidecar.Backoff // delays between probes, retry limit included
-	Timeout           time.Duration   // overall wait limit; zero means none
-	// MaxRetries is the retry limit already applied to Backoff, or -1 for none; kept for logs.
-	MaxRetries   int
-	ProbeTimeout time.Duration
-	StartAnyway  bool // run the command even if the sidecar never became ready
+
+	// BackoffPolicy is the probe policy as given (--backoff, --interval, --max-interval,
+	// --fast-first, --max-retries); Backoff is built from it.
+	BackoffPolicy BackoffPolicy
+	Backoff       sidecar.Backoff // delays between probes, retry limit included
+	// Timeout is the overall wait limit; zero means none. It is zero when a retry count was
+	// given without a timeout: the retries bound the wait, as in the article.
+	Timeout      time.Duration
+	ProbeTimeout time.Duration // limit of one probe
+	StartAnyway  bool          // run the command even if the sidecar never became ready
 
 	QuitPolicy         QuitPolicy
-	QuitTimeout        time.Duration
-	QuitRequestTimeout time.Duration
-	QuitRetries        int
+	QuitTimeout        time.Duration // limit of the whole quit phase
+	QuitRequestTimeout time.Duration // limit of one quit request
+	QuitRetries        int           // retries of a failed quit request
 
-	SignalGroup    bool // forward signals to the command's process group
-	Subreaper      bool // become a child subreaper when not PID 1
-	LogFormat      string
+	SignalGroup    bool   // forward signals to the command's process group
+	Subreaper      bool   // become a child subreaper when not PID 1
+	LogFormat      string // "text" or "json"
 	LogLevel       slog.Level
 	TerminationLog string // "" means do not write one
 
 	// Notes are things worth one log line at start: which compatibility contract was applied,
 	// settings accepted but not acted on.
 	Notes []Note
+}
+
+// defaultConfig is the Config before any flag or variable is applied: the one place where
+// defaults are set. The flags print these values as their defaults in --help.
+func defaultConfig() *Config {
+	return &Config{
+		Wait:              true,
+		PodInfoDir:        DefaultPodInfoDir,
+		KubeAPI:           true,
+		ServiceAccountDir: DefaultServiceAccountDir,
+		BackoffPolicy: BackoffPolicy{
+			Kind: BackoffConstant, Interval: sidecar.DefaultInterval, MaxRetries: NoRetryLimit,
+		},
+		Timeout:            DefaultTimeout,
+		ProbeTimeout:       sidecar.DefaultProbeTimeout,
+		QuitPolicy:         QuitAlways,
+		QuitTimeout:        sidecar.DefaultQuitTimeout,
+		QuitRequestTimeout: sidecar.DefaultQuitRequestTimeout,
+		QuitRetries:        sidecar.DefaultQuitRetries,
+		LogFormat:          "text",
+		LogLevel:           slog.LevelInfo,
+		TerminationLog:     DefaultTerminationLog,
+	}
 }
 
 // Note is a message for the log, produced while parsing (when no logger exists yet).

@@ -2,11 +2,13 @@ package config
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -23,47 +25,47 @@ func envOf(pairs ...string) func(string) (string, bool) {
 	}
 }
 
-// view is the part of a Config the table tests compare.
-type view struct {
-	Disabled    bool
-	Wait        bool
-	Detect      bool
-	Sidecars    []sidecar.Sidecar
-	Backoff     string
-	Timeout     time.Duration
-	MaxRetries  int
-	StartAnyway bool
-	QuitPolicy  QuitPolicy
-	QuitReqTime time.Duration
-	LogLevel    string
-}
-
-func viewOf(c *Config) view {
-	return view{
-		Disabled: c.Disabled, Wait: c.Wait, Detect: c.Detect, Sidecars: c.Sidecars, Backoff: c.Backoff.String(),
-		Timeout: c.Timeout, MaxRetries: c.MaxRetries, StartAnyway: c.StartAnyway, QuitPolicy: c.QuitPolicy,
-		QuitReqTime: c.QuitRequestTimeout, LogLevel: c.LogLevel.String(),
+// defaults is the Config of "sidesync wait" with nothing set, written out in full: the values
+// that README.md documents.
+func defaults() *Config {
+	return &Config{
+		Mode:               ModeWait,
+		Wait:               true,
+		Detect:             true,
+		PodInfoDir:         "/etc/podinfo",
+		KubeAPI:            true,
+		ServiceAccountDir:  "/var/run/secrets/kubernetes.io/serviceaccount",
+		BackoffPolicy:      BackoffPolicy{Kind: BackoffConstant, Interval: 20 * time.Millisecond, MaxRetries: -1},
+		Backoff:            sidecar.Constant{Delay: 20 * time.Millisecond},
+		Timeout:            2 * time.Minute,
+		ProbeTimeout:       time.Second,
+		QuitPolicy:         QuitAlways,
+		QuitTimeout:        10 * time.Second,
+		QuitRequestTimeout: 2 * time.Second,
+		QuitRetries:        3,
+		LogFormat:          "text",
+		LogLevel:           slog.LevelInfo,
+		TerminationLog:     "/dev/termination-log",
 	}
 }
 
-// defaults is the view of a Config with nothing set.
-func defaults() view {
-	return view{
-		Wait:        true,
-		Detect:      true,
-		Backoff:     "constant 20ms",
-		Timeout:     2 * time.Minute,
-		MaxRetries:  -1,
-		QuitPolicy:  QuitAlways,
-		QuitReqTime: 2 * time.Second,
-		LogLevel:    "INFO",
-	}
+// with is defaults changed by f.
+func with(f func(*Config)) *Config {
+	c := defaults()
+	f(c)
+	return c
 }
 
-func with(f func(*view)) view {
-	v := defaults()
-	f(&v)
-	return v
+// probing sets the expected backoff policy and the Backoff built from it.
+func probing(bp BackoffPolicy, b sidecar.Backoff) func(*Config) {
+	return func(c *Config) { c.BackoffPolicy, c.Backoff = bp, b }
+}
+
+// cmpConfig compares whole Configs. Backoff holds sidecar's wrapper types, compared by value
+// like the rest; Notes are checked by tests of their own.
+var cmpConfig = []cmp.Option{
+	cmp.AllowUnexported(sidecar.Limit(sidecar.Constant{}, 1), sidecar.Cap(sidecar.Constant{}, 1)),
+	cmpopts.IgnoreFields(Config{}, "Notes"),
 }
 
 // envoy is the sidecar of --admin.
@@ -72,15 +74,15 @@ func envoy(admin string) sidecar.Sidecar {
 	return sidecar.Sidecar{Name: "envoy", Ready: &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: admin}, Quit: &q}
 }
 
-func envoyAt(admin string) func(*view) {
-	return func(v *view) {
-		v.Detect, v.Sidecars = false, []sidecar.Sidecar{envoy(admin)}
+func envoyAt(admin string) func(*Config) {
+	return func(c *Config) {
+		c.Detect, c.Sidecars = false, []sidecar.Sidecar{envoy(admin)}
 	}
 }
 
 // sidecars sets the expected sidecars.
-func sidecars(scs ...sidecar.Sidecar) func(*view) {
-	return func(v *view) { v.Detect, v.Sidecars = false, scs }
+func sidecars(scs ...sidecar.Sidecar) func(*Config) {
+	return func(c *Config) { c.Detect, c.Sidecars = false, scs }
 }
 
 func quitOnly(name, url string) sidecar.Sidecar {
@@ -92,13 +94,13 @@ func TestParse(t *testing.T) {
 		name string
 		args []string
 		env  []string
-		want view
+		want *Config
 	}{
 		{"defaults", nil, nil, defaults()},
 		{"admin flag", []string{"--admin", "http://localhost:9901"}, nil, with(envoyAt("http://localhost:9901"))},
 		{"admin flag with =", []string{"--admin=http://[::1]:9901/"}, nil, with(envoyAt("http://[::1]:9901/"))},
 		{"SIDESYNC_ADMIN", nil, []string{"SIDESYNC_ADMIN=http://127.0.0.1:19000"}, with(envoyAt("http://127.0.0.1:19000"))},
-		{"flag beats SIDESYNC_ variable", []string{"--timeout=5s"}, []string{"SIDESYNC_TIMEOUT=9s"}, with(func(v *view) { v.Timeout = 5 * time.Second })},
+		{"flag beats SIDESYNC_ variable", []string{"--timeout=5s"}, []string{"SIDESYNC_TIMEOUT=9s"}, with(func(c *Config) { c.Timeout = 5 * time.Second })},
 		{"empty variable is unset", nil, []string{"SIDESYNC_TIMEOUT="}, defaults()},
 		{"ready and quit URLs", []string{"--ready-url", "http://127.0.0.1:15021/healthz/ready", "--quit-url", "http://127.0.0.1:15020/quitquitquit", "--quit-url=http://localhost:9091/quitquitquit"}, nil, with(sidecars(
 			sidecar.Sidecar{Name: "sidecar", Ready: &sidecar.Check{Kind: sidecar.HTTPStatus, URL: "http://127.0.0.1:15021/healthz/ready"}, Quit: &sidecar.Call{URL: "http://127.0.0.1:15020/quitquitquit"}},
@@ -106,27 +108,31 @@ func TestParse(t *testing.T) {
 		{"quit URL list variable", nil, []string{"SIDESYNC_QUIT_URL=http://127.0.0.1:1/a, http://127.0.0.1:2/b"}, with(sidecars(
 			sidecar.Sidecar{Name: "envoy", Quit: &sidecar.Call{URL: "http://127.0.0.1:1/a"}},
 			quitOnly("127.0.0.1:2", "http://127.0.0.1:2/b")))},
-		{"max retries alone lifts the default timeout", []string{"--max-retries", "5"}, nil, with(func(v *view) {
-			v.Backoff, v.Timeout, v.MaxRetries = "constant 20ms, 5 retries", 0, 5
+		{"max retries alone lifts the default timeout", []string{"--max-retries", "5"}, nil, with(func(c *Config) {
+			probing(BackoffPolicy{Kind: BackoffConstant, Interval: 20 * time.Millisecond, MaxRetries: 5}, sidecar.Limit(sidecar.Constant{Delay: 20 * time.Millisecond}, 5))(c)
+			c.Timeout = 0
 		})},
-		{"timeout and retries", []string{"--max-retries=5", "--timeout=1m"}, nil, with(func(v *view) {
-			v.Backoff, v.Timeout, v.MaxRetries = "constant 20ms, 5 retries", time.Minute, 5
+		{"timeout and retries", []string{"--max-retries=5", "--timeout=1m"}, nil, with(func(c *Config) {
+			probing(BackoffPolicy{Kind: BackoffConstant, Interval: 20 * time.Millisecond, MaxRetries: 5}, sidecar.Limit(sidecar.Constant{Delay: 20 * time.Millisecond}, 5))(c)
+			c.Timeout = time.Minute
 		})},
-		{"timeout 0 waits forever", []string{"--timeout", "0"}, nil, with(func(v *view) { v.Timeout = 0 })},
-		{"polly", []string{"--backoff", "polly", "--interval", "1s", "--max-interval", "15s"}, nil, with(func(v *view) {
-			v.Backoff = "decorrelated jitter (Polly V2), median first delay 1s, each at most 15s"
+		{"timeout 0 waits forever", []string{"--timeout", "0"}, nil, with(func(c *Config) { c.Timeout = 0 })},
+		{"polly", []string{"--backoff", "polly", "--interval", "1s", "--max-interval", "15s"}, nil, with(probing(
+			BackoffPolicy{Kind: BackoffPolly, Interval: time.Second, MaxInterval: 15 * time.Second, MaxRetries: -1},
+			sidecar.Cap(sidecar.DecorrelatedJitter{Median: time.Second}, 15*time.Second)))},
+		{"exponential", []string{"--backoff=exponential", "--interval=10ms"}, nil, with(probing(
+			BackoffPolicy{Kind: BackoffExponential, Interval: 10 * time.Millisecond, MaxRetries: -1},
+			sidecar.Exponential{Initial: 10 * time.Millisecond, Factor: 2}))},
+		{"policies", []string{"--on-timeout", "start-anyway", "--quit", "on-success", "--log-level", "debug"}, nil, with(func(c *Config) {
+			c.StartAnyway, c.QuitPolicy, c.LogLevel = true, QuitOnSuccess, slog.LevelDebug
 		})},
-		{"exponential", []string{"--backoff=exponential", "--interval=10ms"}, nil, with(func(v *view) { v.Backoff = "exponential 10ms x2" })},
-		{"policies", []string{"--on-timeout", "start-anyway", "--quit", "on-success", "--log-level", "debug"}, nil, with(func(v *view) {
-			v.StartAnyway, v.QuitPolicy, v.LogLevel = true, QuitOnSuccess, "DEBUG"
-		})},
-		{"bool flag forms", []string{"--no-wait", "--disabled=false"}, nil, with(func(v *view) { v.Wait = false })},
-		{"bool variable", nil, []string{"SIDESYNC_DISABLED=TRUE"}, with(func(v *view) { v.Disabled, v.Detect = true, false })},
+		{"bool flag forms", []string{"--no-wait", "--disabled=false"}, nil, with(func(c *Config) { c.Wait = false })},
+		{"bool variable", nil, []string{"SIDESYNC_DISABLED=TRUE"}, with(func(c *Config) { c.Disabled, c.Detect = true, false })},
 		{"remote quit allowed", []string{"--admin", "http://10.0.0.5:15000", "--allow-remote-quit"}, nil, with(envoyAt("http://10.0.0.5:15000"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkView(t, tt.args, tt.env, tt.want)
+			checkConfig(t, tt.args, tt.env, tt.want)
 		})
 	}
 }
@@ -199,20 +205,20 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// checkProblems fails unless err is a *UsageError with one problem per entry of want, each
-// entry found in the message.
-// checkView parses args and env as "sidesync wait" and compares the result with want.
-func checkView(t *testing.T, args, env []string, want view) {
+// checkConfig parses args and env as "sidesync wait" and compares the whole result with want.
+func checkConfig(t *testing.T, args, env []string, want *Config) {
 	t.Helper()
 	cfg, err := Parse(ModeWait, args, envOf(env...))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	if diff := cmp.Diff(want, viewOf(cfg)); diff != "" {
+	if diff := cmp.Diff(want, cfg, cmpConfig...); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
 }
 
+// checkProblems fails unless err is a *UsageError with one problem per entry of want, each
+// entry found in the message.
 func checkProblems(t *testing.T, err error, want []string) {
 	t.Helper()
 	var ue *UsageError

@@ -13,10 +13,10 @@ import (
 
 // parser accumulates settings from the three layers and every problem found on the way.
 type parser struct {
-	mode      Mode
 	lookupEnv func(string) (string, bool)
-	fs        *flag.FlagSet
-	raw       raw
+	fs        *flag.FlagSet // its flags set cfg's fields and in directly
+	cfg       *Config       // the Config being built, defaults first
+	in        inputs
 	source    map[string]string // flag name -> where its value came from ("--timeout", "SIDESYNC_TIMEOUT", ...)
 	// compatSidecars are the sidecars the article's or scuttle's variables locate, used only
 	// when no flag or SIDESYNC_* variable names one; their quit calls are checked already.
@@ -26,8 +26,9 @@ type parser struct {
 }
 
 func newParser(mode Mode, lookupEnv func(string) (string, bool)) *parser {
-	p := &parser{mode: mode, lookupEnv: lookupEnv, source: make(map[string]string)}
-	p.fs = newFlagSet(&p.raw)
+	p := &parser{lookupEnv: lookupEnv, cfg: defaultConfig(), source: make(map[string]string)}
+	p.cfg.Mode = mode
+	p.fs = newFlagSet(p.cfg, &p.in)
 	return p
 }
 
@@ -44,14 +45,14 @@ func (p *parser) env(name string) (string, bool) {
 // set gives flag name the value v, recording where it came from; a bad value is a problem that
 // names its source.
 func (p *parser) set(name, source, v string) {
-	before := len(p.raw.specs)
+	before := len(p.in.specs)
 	if err := p.fs.Lookup(name).Value.Set(v); err != nil {
 		p.problem(fmt.Errorf("%s: %w", describe(source, v), err))
 		return
 	}
 	p.source[name] = source
-	for i := before; i < len(p.raw.specs); i++ {
-		p.raw.specs[i].source = source // so that a bad override names where it came from
+	for i := before; i < len(p.in.specs); i++ {
+		p.in.specs[i].source = source // so that a bad override names where it came from
 	}
 }
 
@@ -90,20 +91,11 @@ func (p *parser) note(level slog.Level, format string, args ...any) {
 	p.notes = append(p.notes, Note{Level: level, Msg: redact.String(fmt.Sprintf(format, args...))})
 }
 
-// build derives the Config from the settings and checks combinations.
+// build completes the Config: the command, the derived values (Sidecars, Detect, Backoff, the
+// lifted Timeout) and the checks of combinations. Every other field was set by its flag.
 func (p *parser) build(command []string) *Config {
-	r := &p.raw
-	cfg := &Config{
-		Mode: p.mode, Command: command, Disabled: r.disabled, Wait: !r.noWait,
-		ProbeTimeout: r.probeTimeout, StartAnyway: r.onTimeout == "start-anyway",
-		QuitPolicy: QuitPolicy(r.quit), QuitTimeout: r.quitTimeout,
-		QuitRequestTimeout: r.quitRequestTimeout, QuitRetries: r.quitRetries,
-		SignalGroup: r.signalGroup, Subreaper: r.subreaper, LogFormat: r.logFormat,
-		TerminationLog: r.terminationLog, MaxRetries: r.maxRetries,
-		PodInfoDir: r.podInfo, KubeAPI: r.kubeAPI, ServiceAccountDir: r.serviceAccountDir,
-		RequireSidecar: r.requireSidecar,
-	}
-	_ = cfg.LogLevel.UnmarshalText([]byte(r.logLevel))
+	cfg := p.cfg
+	cfg.Command = command
 	p.checkRequireSidecar(cfg)
 	p.buildSidecars(cfg)
 	p.buildBackoff(cfg)
@@ -118,38 +110,6 @@ func (p *parser) sourceOr(name string) string {
 		return s
 	}
 	return "--" + name
-}
-
-// buildBackoff derives the probe policy and its limits.
-func (p *parser) buildBackoff(cfg *Config) {
-	r := &p.raw
-	switch r.backoff {
-	case backoffExponential:
-		cfg.Backoff = sidecar.Exponential{Initial: r.interval, Factor: 2}
-	case backoffPolly:
-		cfg.Backoff = sidecar.DecorrelatedJitter{Median: r.interval, FastFirst: r.fastFirst}
-	default:
-		cfg.Backoff = sidecar.Constant{Delay: r.interval}
-	}
-	// Polly allows a zero median (all delays zero); with a retry count that is bounded, without
-	// one it would probe without pause until the timeout.
-	if r.interval == 0 && (r.backoff != backoffPolly || r.maxRetries < 0) {
-		p.problem(fmt.Errorf("%s: must be more than 0 with the %s backoff unless a retry count is given (it would probe without pause)",
-			describe(p.sourceOr(flagInterval), "0"), r.backoff))
-	}
-	cfg.Backoff = sidecar.Cap(cfg.Backoff, r.maxDelay)
-	if r.maxRetries >= 0 {
-		cfg.Backoff = sidecar.Limit(cfg.Backoff, r.maxRetries)
-	}
-	cfg.Timeout = r.timeout
-	if !p.given(flagTimeout) && r.maxRetries >= 0 {
-		cfg.Timeout = 0 // a retry count alone bounds the wait, as in the article
-	}
-	for _, name := range []string{flagProbeTimeout, flagQuitReqTime, "quit-timeout"} {
-		if d := p.fs.Lookup(name).Value.(durationValue); *d.d == 0 {
-			p.problem(fmt.Errorf("%s: must be more than 0", describe(p.sourceOr(name), "0s")))
-		}
-	}
 }
 
 // checkRequireSidecar refuses --require-sidecar with --disabled (or a compatibility contract that

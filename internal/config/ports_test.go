@@ -106,7 +106,7 @@ func TestDisabledStillValidates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	if diff := cmp.Diff(with(disabled), viewOf(cfg)); diff != "" {
+	if diff := cmp.Diff(with(disabled), cfg, cmpConfig...); diff != "" {
 		t.Errorf("disabled config (-want +got):\n%s", diff)
 	}
 }

@@ -20,14 +20,14 @@ func TestSidecarLocationPrecedence(t *testing.T) {
 		name string
 		args []string
 		env  []string
-		want view
+		want *Config
 	}{
 		{"--admin with SCUTTLE_LOGGING waits and quits on --admin", []string{"--admin", x}, []string{"SCUTTLE_LOGGING=true"}, with(envoyAt(x))},
 		{"PROXY=true with SCUTTLE_LOGGING waits and quits on the article's admin", nil, []string{"PROXY=true", "SCUTTLE_LOGGING=true"}, with(envoyAt(DefaultAdmin))},
 		{"PROXY=true with SCUTTLE_LOGGING and proxyEndpoint", nil, []string{"PROXY=true", "proxyEndpoint=http://127.0.0.1:9901/", "SCUTTLE_LOGGING=true"}, with(envoyAt("http://127.0.0.1:9901/"))},
-		{"PROXY=true with a scuttle behaviour", nil, []string{"PROXY=true", "START_WITHOUT_ENVOY=true"}, with(func(v *view) {
-			envoyAt(DefaultAdmin)(v)
-			v.Wait = false
+		{"PROXY=true with a scuttle behaviour", nil, []string{"PROXY=true", "START_WITHOUT_ENVOY=true"}, with(func(c *Config) {
+			envoyAt(DefaultAdmin)(c)
+			c.Wait = false
 		})},
 		{"--admin beats ENVOY_ADMIN_API and ISTIO_QUIT_API", []string{"--admin", x}, []string{"ENVOY_ADMIN_API=" + y, "ISTIO_QUIT_API=" + z}, with(envoyAt(x))},
 		{"SIDESYNC_ADMIN beats ENVOY_ADMIN_API", nil, []string{"SIDESYNC_ADMIN=" + x, "ENVOY_ADMIN_API=" + y}, with(envoyAt(x))},
@@ -40,25 +40,25 @@ func TestSidecarLocationPrecedence(t *testing.T) {
 		{"--disabled beats ENVOY_ADMIN_API", []string{"--disabled"}, []string{"ENVOY_ADMIN_API=" + y}, with(disabled)},
 		{"own settings make contradicting contracts irrelevant", []string{"--admin", x}, []string{"PROXY=true", "ENVOY_ADMIN_API=" + y, "GENERIC_QUIT_ENDPOINTS=" + q}, with(envoyAt(x))},
 		{"own settings beat PROXY=false and ENVOY_ADMIN_API", []string{"--admin", x}, []string{"PROXY=false", "ENVOY_ADMIN_API=" + y}, with(envoyAt(x))},
-		{"scuttle behaviour still applies under --admin", []string{"--admin", x}, []string{"NEVER_KILL_ISTIO=true", "WAIT_FOR_ENVOY_TIMEOUT=30s", "QUIT_REQUEST_TIMEOUT=7s"}, with(func(v *view) {
-			envoyAt(x)(v)
-			v.QuitPolicy, v.Timeout, v.StartAnyway, v.QuitReqTime = QuitNever, 30*time.Second, true, 7*time.Second
+		{"scuttle behaviour still applies under --admin", []string{"--admin", x}, []string{"NEVER_KILL_ISTIO=true", "WAIT_FOR_ENVOY_TIMEOUT=30s", "QUIT_REQUEST_TIMEOUT=7s"}, with(func(c *Config) {
+			envoyAt(x)(c)
+			c.QuitPolicy, c.Timeout, c.StartAnyway, c.QuitRequestTimeout = QuitNever, 30*time.Second, true, 7*time.Second
 		})},
-		{"a flag beats the same scuttle behaviour", []string{"--admin", x, "--quit=always", "--timeout=5s"}, []string{"NEVER_KILL_ISTIO=true", "WAIT_FOR_ENVOY_TIMEOUT=30s"}, with(func(v *view) {
-			envoyAt(x)(v)
-			v.Timeout, v.StartAnyway = 5*time.Second, true
+		{"a flag beats the same scuttle behaviour", []string{"--admin", x, "--quit=always", "--timeout=5s"}, []string{"NEVER_KILL_ISTIO=true", "WAIT_FOR_ENVOY_TIMEOUT=30s"}, with(func(c *Config) {
+			envoyAt(x)(c)
+			c.Timeout, c.StartAnyway = 5*time.Second, true
 		})},
-		{"the article's behaviour still applies under --admin", []string{"--admin", x}, []string{"PROXY=true", "maxRetries=3"}, with(func(v *view) {
-			envoyAt(x)(v)
-			v.Backoff = "decorrelated jitter (Polly V2), median first delay 1s, 3 retries"
-			v.Timeout, v.MaxRetries = 0, 3
+		{"the article's behaviour still applies under --admin", []string{"--admin", x}, []string{"PROXY=true", "maxRetries=3"}, with(func(c *Config) {
+			envoyAt(x)(c)
+			pollyWith(time.Second, 3)(c)
+			c.Timeout = 0
 		})},
 		{"SIDESYNC_DISABLED=false names no sidecar and beats PROXY=false", nil, []string{"SIDESYNC_DISABLED=false", "PROXY=false"}, defaults()},
 		{"ISTIO_QUIT_API without ENVOY_ADMIN_API means no sidecar, as scuttle", nil, []string{"ISTIO_QUIT_API=" + z}, with(disabled)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkView(t, tt.args, tt.env, tt.want)
+			checkConfig(t, tt.args, tt.env, tt.want)
 		})
 	}
 }
@@ -148,7 +148,7 @@ func TestArticleNeedsPROXYTrue(t *testing.T) {
 	tests := []struct {
 		name string
 		env  []string
-		want view
+		want *Config
 	}{
 		{"interval=5m without PROXY", []string{"interval=5m"}, defaults()},
 		{"interval and maxRetries without PROXY", []string{"interval=1", "maxRetries=3"}, defaults()},
@@ -158,7 +158,7 @@ func TestArticleNeedsPROXYTrue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			checkView(t, nil, tt.env, tt.want)
+			checkConfig(t, nil, tt.env, tt.want)
 			if _, set := envOf(tt.env...)("PROXY"); set {
 				return
 			}

@@ -103,7 +103,7 @@ func (s spec) sidecar(lookupEnv func(string) (string, bool)) (sidecar.Sidecar, e
 	}
 	if tok, ok := lookupEnv("DAPR_API_TOKEN"); ok && tok != "" && s.profile == "dapr" && sc.Quit != nil {
 		// Dapr checks the token on every call but its health endpoints (7.1).
-		sc.Quit.Header = append(sc.Quit.Header, sidecar.Header{Name: "dapr-api-token", Value: tok, Secret: true})
+		sc.Quit.Header = append(sc.Quit.Header, sidecar.Header{Name: "dapr-api-token", Value: tok})
 	}
 	return sc, nil
 }

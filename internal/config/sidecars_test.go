@@ -27,7 +27,7 @@ func TestSidecarSpecs(t *testing.T) {
 	localIstio := profile(t, "istio")
 	localIstio.Ready.URL, localIstio.Quit.URL = "http://localhost:15021/healthz/ready", "http://localhost:15020/quitquitquit"
 	tokenDapr := profile(t, "dapr")
-	tokenDapr.Quit.Header = []sidecar.Header{{Name: "dapr-api-token", Value: "s3cret", Secret: true}}
+	tokenDapr.Quit.Header = []sidecar.Header{{Name: "dapr-api-token", Value: "s3cret"}}
 	nativeIstio := profile(t, "istio")
 	nativeIstio.Native = true
 	istio2 := profile(t, "istio")

@@ -87,25 +87,61 @@ func (v boolValue) Set(s string) error {
 // IsBoolFlag lets "--flag" mean "--flag=true".
 func (v boolValue) IsBoolFlag() bool { return true }
 
-// choiceValue is one of a fixed list of words.
-type choiceValue struct {
-	s       *string
-	choices []string
+// notValue is a boolValue that stores the opposite: --no-wait sets Config.Wait to false.
+type notValue struct{ b *bool }
+
+func (v notValue) String() string {
+	if v.b == nil {
+		return "false"
+	}
+	return strconv.FormatBool(!*v.b)
 }
 
-func (v choiceValue) String() string {
-	if v.s == nil {
+func (v notValue) Set(s string) error {
+	var b bool
+	if err := (boolValue{&b}).Set(s); err != nil {
+		return err
+	}
+	*v.b = !b
+	return nil
+}
+
+// IsBoolFlag lets "--no-wait" mean "--no-wait=true".
+func (v notValue) IsBoolFlag() bool { return true }
+
+// choiceValue is one of a fixed list of words (any case), each standing for a value of T:
+// --on-timeout start-anyway is true, --log-level warn is slog.LevelWarn.
+type choiceValue[T comparable] struct {
+	p      *T
+	words  []string
+	values []T // values[i] is what words[i] stands for
+}
+
+// words is the choiceValue of a string type whose values are the words themselves.
+func words[T ~string](p *T, values ...T) choiceValue[T] {
+	v := choiceValue[T]{p: p, values: values}
+	for _, x := range values {
+		v.words = append(v.words, string(x))
+	}
+	return v
+}
+
+func (v choiceValue[T]) String() string {
+	if v.p == nil {
 		return ""
 	}
-	return *v.s
+	if i := slices.Index(v.values, *v.p); i >= 0 {
+		return v.words[i]
+	}
+	return fmt.Sprint(*v.p)
 }
 
-func (v choiceValue) Set(s string) error {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if !slices.Contains(v.choices, s) {
-		return fmt.Errorf("must be one of %s", strings.Join(v.choices, ", "))
+func (v choiceValue[T]) Set(s string) error {
+	i := slices.Index(v.words, strings.ToLower(strings.TrimSpace(s)))
+	if i < 0 {
+		return fmt.Errorf("must be one of %s", strings.Join(v.words, ", "))
 	}
-	*v.s = s
+	*v.p = v.values[i]
 	return nil
 }
 
