@@ -1,10 +1,9 @@
 package sidecar
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -16,8 +15,6 @@ import (
 // Header is one HTTP header field sent with a probe or a quit call.
 type Header struct {
 	Name, Value string
-	// Secret keeps the value out of logs and errors (an API token, say).
-	Secret bool
 }
 
 // CheckKind says how a Check decides that a sidecar is ready.
@@ -58,106 +55,13 @@ const bodyExcerptLimit = 64 << 10
 
 // Probe checks once whether the sidecar is ready; ctx bounds the probe.
 func Probe(ctx context.Context, c Check) ProbeResult {
-	p := prober{check: c}
+	p := newProber(c, 0)
+	defer p.close()
 	return p.probe(ctx)
 }
 
-// prober remembers, across the probes of one wait, that an Envoy has no /ready endpoint.
-type prober struct {
-	check      Check
-	serverInfo bool
-}
-
-func (p *prober) probe(ctx context.Context) ProbeResult {
-	start := time.Now()
-	var r ProbeResult
-	switch p.check.Kind {
-	case EnvoyAdmin:
-		r = p.probeEnvoy(ctx)
-	case TCP:
-		r = probeTCP(ctx, p.check.URL)
-	default:
-		r = probeStatus(ctx, p.check.URL, p.check.Method, p.check.Status, p.check.Header)
-	}
-	r.Took = time.Since(start)
-	return r
-}
-
-func (p *prober) probeEnvoy(ctx context.Context) ProbeResult {
-	if !p.serverInfo {
-		r := probeStatus(ctx, joinPath(p.check.URL, "ready"), "GET", 0, p.check.Header)
-		if r.StatusCode != 404 {
-			return r
-		}
-		p.serverInfo = true
-	}
-	return probeServerInfo(ctx, joinPath(p.check.URL, "server_info"), p.check.Header)
-}
-
-// probeStatus is ready on the status wanted, or any 2xx when want is zero.
-func probeStatus(ctx context.Context, rawURL, method string, want int, h []Header) ProbeResult {
-	r, _ := probeHTTP(ctx, rawURL, method, want, h)
-	return r
-}
-
-// probeHTTP is probeStatus that also returns the answer, if any.
-func probeHTTP(ctx context.Context, rawURL, method string, want int, h []Header) (ProbeResult, *httpc.Response) {
-	r := ProbeResult{URL: rawURL}
-	resp, err := send(ctx, method, rawURL, h)
-	if err != nil {
-		r.Err = err
-		return r, nil
-	}
-	r.StatusCode, r.Body = resp.StatusCode, excerpt(resp.Body)
-	if resp.StatusCode/100 != 2 && want == 0 || want != 0 && resp.StatusCode != want {
-		r.Err = &StatusError{Code: resp.StatusCode, Status: resp.Status, Body: r.Body}
-		return r, resp
-	}
-	r.Ready = true
-	return r, resp
-}
-
-// probeServerInfo is ready when Envoy's /server_info reports state LIVE.
-func probeServerInfo(ctx context.Context, rawURL string, h []Header) ProbeResult {
-	r, resp := probeHTTP(ctx, rawURL, "GET", 0, h)
-	if !r.Ready {
-		return r
-	}
-	var info struct {
-		State string `json:"state"`
-	}
-	if err := json.Unmarshal(resp.Body, &info); err != nil {
-		r.Ready, r.Err = false, fmt.Errorf("server_info is not JSON: %w", err)
-		return r
-	}
-	r.Body = info.State
-	if info.State != "LIVE" {
-		r.Ready, r.Err = false, fmt.Errorf("server_info: state %s", strconv.Quote(info.State))
-	}
-	return r
-}
-
-// probeTCP is ready when the address accepts a connection.
-func probeTCP(ctx context.Context, rawURL string) ProbeResult {
-	r := ProbeResult{URL: rawURL}
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		r.Err = err
-		return r
-	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", u.Host)
-	if err != nil {
-		r.Err = fmt.Errorf("connect %s: %w", u.Host, err)
-		return r
-	}
-	c.Close()
-	r.Ready = true
-	return r
-}
-
-// send performs one request and returns the whole (bounded) answer.
-func send(ctx context.Context, method, rawURL string, h []Header) (*httpc.Response, error) {
+// request builds the httpc request for method and rawURL with headers h.
+func request(method, rawURL string, h []Header) (*httpc.Request, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, err
@@ -165,6 +69,18 @@ func send(ctx context.Context, method, rawURL string, h []Header) (*httpc.Respon
 	req := &httpc.Request{Method: method, URL: u}
 	for _, x := range h {
 		req.Header = append(req.Header, httpc.Header{Name: x.Name, Value: x.Value})
+	}
+	return req, nil
+}
+
+// send performs one request on a connection of its own, closed after the answer, and returns
+// the whole (bounded) answer. Quit calls use it: on a fresh connection, a reset or EOF right
+// after the request means that the sidecar took it and went away, which on a kept connection
+// could also be the sidecar closing it while idle; and a quit is never sent twice on its own.
+func send(ctx context.Context, method, rawURL string, h []Header) (*httpc.Response, error) {
+	req, err := request(method, rawURL, h)
+	if err != nil {
+		return nil, err
 	}
 	return httpc.Do(ctx, req, bodyExcerptLimit)
 }
@@ -183,12 +99,15 @@ func joinPath(base, elem string) string {
 }
 
 // excerpt turns a body into one short printable line for logs.
-func excerpt(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 4096 {
-		s = s[:4096]
+func excerpt(b []byte) string { return string(excerptOf(b)) }
+
+// excerptOf is the part of b that excerpt keeps.
+func excerptOf(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if len(b) > 4096 {
+		b = b[:4096]
 	}
-	return s
+	return b
 }
 
 // StatusError is an answer whose status code means "not ready" or "refused".

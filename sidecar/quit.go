@@ -20,6 +20,8 @@ const (
 	// DefaultQuitTimeout bounds a whole Quit, retries included, so that a pod never lingers
 	// because a sidecar does not answer (scuttle could wait forever here: its issue 50).
 	DefaultQuitTimeout = 10 * time.Second
+	// DefaultQuitRetries is how many times DefaultQuitBackoff retries a failed quit request.
+	DefaultQuitRetries = 3
 )
 
 // Call describes the request that asks a sidecar to quit.
@@ -50,7 +52,7 @@ type QuitOptions struct {
 
 // DefaultQuitBackoff is the retry policy of Quit: 3 retries, 100 ms, 200 ms, 400 ms apart.
 func DefaultQuitBackoff() Backoff {
-	return Limit(Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, 3)
+	return Limit(Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, DefaultQuitRetries)
 }
 
 // QuitResult describes a quit request that the sidecar took.

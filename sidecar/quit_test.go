@@ -191,7 +191,7 @@ func TestQuitHeaders(t *testing.T) {
 		w.Write([]byte("invalid api token\n"))
 	}))
 	defer srv.Close()
-	c := Call{URL: srv.URL + "/v1.0/shutdown", Header: []Header{{Name: "dapr-api-token", Value: "s3cret", Secret: true}}}
+	c := Call{URL: srv.URL + "/v1.0/shutdown", Header: []Header{{Name: "dapr-api-token", Value: "s3cret"}}}
 	_, err := Quit(context.Background(), c, quickRetries())
 	if tok := <-got; tok != "s3cret" {
 		t.Errorf("server got token %q", tok)

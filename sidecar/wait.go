@@ -15,9 +15,10 @@ import (
 const (
 	// DefaultInterval is the delay between probes of the default policy, Constant{20ms}. A
 	// sidecar that turns ready is then noticed 10 ms later on average and 20 ms at worst, at 50
-	// probes per second: each probe is one loopback connection, which costs a sidecar far less
-	// than a request it serves. Growing backoffs (scuttle's grows to 60 s, Polly's doubles) make
-	// the job start seconds after its proxy is ready, on every run of every Job.
+	// probes per second: each probe is one request on a kept loopback connection, which costs a
+	// sidecar far less than a request it serves. Growing backoffs (scuttle's grows to 60 s,
+	// Polly's doubles) make the job start seconds after its proxy is ready, on every run of
+	// every Job.
 	DefaultInterval = 20 * time.Millisecond
 	// DefaultProbeTimeout bounds one probe. A loopback admin endpoint answers in well under a
 	// millisecond; one that takes a second is hung, and the next probe should try again.
@@ -83,7 +84,8 @@ func WaitReady(ctx context.Context, c Check, o WaitOptions) (WaitResult, error) 
 		ctx, cancel = context.WithTimeoutCause(ctx, o.Timeout, ErrTimeout)
 		defer cancel()
 	}
-	w := waiter{prober: prober{check: c}, opts: o, log: loggerOrDiscard(o.Logger)}
+	w := newWaiter(c, o)
+	defer w.close()
 	if w.probe(ctx) {
 		return w.result(start), nil
 	}
@@ -92,7 +94,7 @@ func WaitReady(ctx context.Context, c Check, o WaitOptions) (WaitResult, error) 
 		backoff = Constant{DefaultInterval}
 	}
 	for d := range backoff.Delays(o.Rand) {
-		if !sleep(ctx, d) {
+		if !w.sleep(ctx, d) {
 			break
 		}
 		if w.probe(ctx) {
@@ -107,46 +109,83 @@ func WaitReady(ctx context.Context, c Check, o WaitOptions) (WaitResult, error) 
 	return res, &WaitError{Reason: reason, Last: res.Last.Err, Probes: res.Probes, Waited: res.Waited}
 }
 
-// waiter is the state of one WaitReady call.
+// waiter is the state of one WaitReady call. A probe that gets the same answer as the previous
+// one allocates nothing (see prober): the memory of a waiting sidesync does not grow with the
+// length of the wait.
 type waiter struct {
-	prober
-	opts   WaitOptions
+	*prober
 	log    *slog.Logger
 	probes int
 	last   ProbeResult
-	seen   bool   // last holds a verdict
-	class  string // the kind of the last "not ready" answer, to log changes only
+	seen   bool        // last holds a verdict
+	kind   answerKind  // the kind of the last "not ready" answer, to log changes only
+	timer  *time.Timer // sleeps between probes; one for the whole wait
 }
 
-// probe sends one probe and reports whether the sidecar is ready.
-func (w *waiter) probe(ctx context.Context) bool {
-	timeout := w.opts.ProbeTimeout
+// newWaiter prepares a wait for c; close it when done.
+func newWaiter(c Check, o WaitOptions) *waiter {
+	timeout := o.ProbeTimeout
 	if timeout <= 0 {
 		timeout = DefaultProbeTimeout
 	}
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	r := w.prober.probe(pctx)
-	cancel()
+	return &waiter{prober: newProber(c, timeout), log: loggerOrDiscard(o.Logger)}
+}
+
+// close ends the wait: it closes the connection to the sidecar and stops the timer.
+func (w *waiter) close() {
+	w.prober.close()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// probe sends one probe and reports whether the sidecar is ready. Each request of the probe is
+// bounded by the probe timeout through its connection's deadline, not a context of its own,
+// which would cost allocations on every probe; the end of ctx still cuts it short at once.
+func (w *waiter) probe(ctx context.Context) bool {
+	r := w.prober.probe(ctx)
 	w.probes++
 	if !r.Ready && ended(ctx) && w.seen {
 		return false // cut short by the end of the wait: keep the previous verdict
 	}
 	w.last, w.seen = r, true
-	w.log.Debug("probe", "url", r.URL, "ready", r.Ready, "status", r.StatusCode, "took", r.Took, "err", r.Err)
+	// Checked first: the arguments, boxed into interfaces, would allocate even when discarded.
+	if w.log.Enabled(context.Background(), slog.LevelDebug) {
+		w.log.Debug("probe", "url", r.URL, "ready", r.Ready, "status", r.StatusCode, "took", r.Took, "err", r.Err)
+	}
 	if !r.Ready {
 		w.logChange(r)
 	}
 	return r.Ready
 }
 
+// sleep is sleep with the waiter's one timer, rather than a new one per delay.
+func (w *waiter) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	if w.timer == nil {
+		w.timer = time.NewTimer(d)
+	} else {
+		w.timer.Reset(d) // since Go 1.23, Reset leaves no stale tick in C to drain
+	}
+	select {
+	case <-w.timer.C:
+		return true
+	case <-ctx.Done():
+		w.timer.Stop()
+		return false
+	}
+}
+
 // logChange logs a "not ready" answer when it differs in kind from the previous one, so that a
 // long wait shows "connection refused", then "503 INITIALIZING", without a line per probe.
 func (w *waiter) logChange(r ProbeResult) {
-	class := classify(r)
-	if class == w.class {
+	kind := classify(r)
+	if kind == w.kind {
 		return
 	}
-	w.class = class
+	w.kind = kind
 	level := slog.LevelInfo
 	if r.StatusCode >= 400 && r.StatusCode < 500 {
 		level = slog.LevelWarn // 404, 403: probably the wrong URL or port
@@ -154,17 +193,24 @@ func (w *waiter) logChange(r ProbeResult) {
 	w.log.Log(context.Background(), level, "sidecar not ready yet", "url", r.URL, "reason", r.Err.Error())
 }
 
-// classify names the kind of a "not ready" answer.
-func classify(r ProbeResult) string {
+// answerKind is the kind of a "not ready" answer: its status and body, or why none came.
+type answerKind struct {
+	status int
+	body   string
+	failed string // "refused", "timeout" or "error" when no answer came
+}
+
+// classify names the kind of a "not ready" answer. It allocates nothing for an answer.
+func classify(r ProbeResult) answerKind {
 	switch {
 	case r.StatusCode != 0:
-		return fmt.Sprintf("%d %s", r.StatusCode, r.Body)
+		return answerKind{status: r.StatusCode, body: r.Body}
 	case httpc.Refused(r.Err):
-		return "refused"
+		return answerKind{failed: "refused"}
 	case httpc.Timeout(r.Err):
-		return "timeout"
+		return answerKind{failed: "timeout"}
 	default:
-		return "error"
+		return answerKind{failed: "error"}
 	}
 }
 

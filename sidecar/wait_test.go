@@ -209,7 +209,7 @@ func TestJoinPath(t *testing.T) {
 }
 
 // closedURL returns the URL of a loopback port where nothing listens.
-func closedURL(t *testing.T) string {
+func closedURL(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sidesync/sidesync/sidecar"
@@ -74,12 +72,6 @@ func Detect(ctx context.Context, o Options) Result {
 	return r
 }
 
-// sidecarContainers names the container each injector adds.
-var sidecarContainers = map[string]string{
-	"istio": "istio-proxy", "linkerd": "linkerd-proxy", "consul": "consul-dataplane",
-	"kuma": "kuma-sidecar", "dapr": "daprd", "vault": "vault-agent", "osm": "envoy",
-}
-
 // fromPod finds the sidecars of a Pod object: from its annotations, refined by its containers
 // (native or not, startup probe), and from containers no annotation names (the Cloud SQL Auth
 // Proxy, App Mesh's Envoy, hand-added sidecars).
@@ -88,10 +80,10 @@ func fromPod(p *pod) []Found {
 	cs := p.containers()
 	used := make(map[string]bool)
 	for i := range found {
-		name := sidecarContainers[found[i].Sidecar.Name]
-		if c, ok := cs[name]; ok {
-			applyContainer(&found[i], c)
-			used[name] = true
+		s, _ := LookupSignature(found[i].Sidecar.Name)
+		if c, ok := cs[s.Container]; ok && s.Container != "" {
+			applyContainer(&found[i], s, c)
+			used[s.Container] = true
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cs)) {
@@ -99,82 +91,33 @@ func fromPod(p *pod) []Found {
 		if used[name] {
 			continue
 		}
-		if prof := containerProfile(c); prof != "" {
+		if s, ok := containerSignature(c); ok {
 			f := Found{Why: "container " + name}
-			f.Sidecar, _ = sidecar.Profile(prof)
-			applyContainer(&f, c)
+			f.Sidecar, _ = sidecar.Profile(s.Profile)
+			applyContainer(&f, s, c)
 			found = append(found, f)
 		}
 	}
 	return found
 }
 
-// containerProfile recognises a sidecar container by its name or image.
-func containerProfile(c container) string {
-	for prof, name := range sidecarContainers {
-		if c.Name == name && prof != "osm" { // a container named envoy is not always OSM's
-			return prof
+// containerSignature recognises a sidecar container by its name or image: the first row of
+// Signatures that it matches.
+func containerSignature(c container) (Signature, bool) {
+	for _, s := range Signatures() {
+		if s.matches(c) {
+			return s, true
 		}
 	}
-	image := strings.ToLower(c.Image)
-	switch {
-	case strings.Contains(image, "cloud-sql-proxy"), strings.Contains(image, "cloudsql-proxy"), strings.Contains(image, "cloud_sql_proxy"):
-		return "cloudsql"
-	case c.Name == "envoy" && strings.Contains(image, "appmesh"):
-		return "appmesh"
-	}
-	return ""
+	return Signature{}, false
 }
 
-// applyContainer records what the container says: native or not, a startup probe, and for
-// the Cloud SQL Auth Proxy its flags.
-func applyContainer(f *Found, c container) {
+// applyContainer records what the container says: native or not, a startup probe, and what
+// the profile's own function reads there (the Cloud SQL Auth Proxy's flags).
+func applyContainer(f *Found, s Signature, c container) {
 	f.Sidecar.Native = f.Sidecar.Native || c.native
 	f.Sidecar.StartupProbe = c.native && c.StartupProbe != nil
-	if f.Sidecar.Name == "cloudsql" {
-		cloudSQLFlags(f, append(c.Command, c.Args...))
+	if s.fromContainer != nil {
+		s.fromContainer(f, c)
 	}
-}
-
-// cloudSQLFlags reads the proxy's flags: its health checks and quit endpoint exist only when
-// enabled, on ports that flags may change (sidecar-protocols.md 8).
-func cloudSQLFlags(f *Found, args []string) {
-	if _, on := flagValue(args, "health-check"); !on {
-		f.Sidecar.Ready = nil
-		f.Notes = append(f.Notes, "the Cloud SQL Auth Proxy runs without --health-check: nothing to wait for")
-	} else if p, ok := flagValue(args, "http-port"); ok {
-		f.Sidecar = f.Sidecar.WithPorts(atoi(p), 0)
-	}
-	if _, on := flagValue(args, "quitquitquit"); !on {
-		f.Sidecar.Quit = nil
-		f.Notes = append(f.Notes, "the Cloud SQL Auth Proxy runs without --quitquitquit: it cannot be told to quit")
-	} else if p, ok := flagValue(args, "admin-port"); ok {
-		f.Sidecar = f.Sidecar.WithPorts(0, atoi(p))
-	}
-}
-
-// flagValue finds --name, --name=V or --name V (also with one dash) in args. A boolean flag
-// given as --name=false counts as absent.
-func flagValue(args []string, name string) (string, bool) {
-	for i, a := range args {
-		a = strings.TrimLeft(a, "-")
-		if a == name {
-			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-				return args[i+1], true
-			}
-			return "", true
-		}
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			return v, v != "false"
-		}
-	}
-	return "", false
-}
-
-func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > 65535 {
-		return 0 // WithPorts keeps the default port
-	}
-	return n
 }

@@ -15,28 +15,31 @@ import (
 const maxTrailerSize = 16 << 10
 
 // readBody fills resp.Body and resp.Truncated from br, framing the body as RFC 9112 section 6.3
-// says. The returned error is the one that cut the body short.
-func readBody(br *bufio.Reader, resp *Response, method string, limit int) error {
+// says; resp.Body's old contents are dropped and its capacity reused. It reports whether the
+// body's end was known from the message itself (no body, Content-Length or chunked) rather
+// than from the server closing the connection, and returns the error that cut the body short.
+func readBody(br *bufio.Reader, resp *Response, method string, limit int) (framed bool, err error) {
+	resp.Body, resp.Truncated = resp.Body[:0], false
 	if !hasBody(resp.StatusCode, method) {
-		return nil
+		return true, nil
 	}
-	if te, ok := joined(resp, "Transfer-Encoding"); ok {
+	if coding, ok := lastCoding(resp); ok {
 		// RFC 9112 section 6.1: Transfer-Encoding in HTTP/1.0 means the framing is faulty and
 		// Content-Length cannot be trusted either; only the close is left.
-		if resp.Proto != "HTTP/1.0" && lastCoding(te) == "chunked" {
-			return readChunked(br, resp, limit)
+		if resp.Proto != "HTTP/1.0" && strings.EqualFold(coding, "chunked") {
+			return true, readChunked(br, resp, limit)
 		}
 		// Any other final coding: only the server closing the connection ends the body.
-		return readUntilEOF(br, resp, limit)
+		return false, readUntilEOF(br, resp, limit)
 	}
-	if cl, ok := joined(resp, "Content-Length"); ok {
-		n, err := parseContentLength(cl)
-		if err != nil {
-			return err
-		}
-		return readLength(br, resp, n, limit)
+	n, ok, err := contentLength(resp)
+	switch {
+	case err != nil:
+		return false, err
+	case ok:
+		return true, readLength(br, resp, n, limit)
 	}
-	return readUntilEOF(br, resp, limit)
+	return false, readUntilEOF(br, resp, limit)
 }
 
 // hasBody reports whether a response to method with that status can carry content at all.
@@ -52,7 +55,7 @@ func hasBody(status int, method string) bool {
 }
 
 // joined returns all values of the named header joined by commas, as RFC 9110 says repeated
-// fields combine, and whether the field was present at all.
+// fields combine, and whether the field was present at all. It allocates: it is for messages.
 func joined(resp *Response, name string) (string, bool) {
 	var vals []string
 	for _, h := range resp.Header {
@@ -63,29 +66,45 @@ func joined(resp *Response, name string) (string, bool) {
 	return strings.Join(vals, ","), vals != nil
 }
 
-// lastCoding returns the final transfer coding of a Transfer-Encoding value, lower-cased and
-// without parameters.
-func lastCoding(te string) string {
+// lastCoding returns the final transfer coding of the response (the last element of its
+// combined Transfer-Encoding fields) without parameters, and whether there is a
+// Transfer-Encoding field at all.
+func lastCoding(resp *Response) (string, bool) {
+	te, found := "", false
+	for _, h := range resp.Header {
+		if strings.EqualFold(h.Name, "Transfer-Encoding") {
+			te, found = h.Value, true
+		}
+	}
 	if i := strings.LastIndexByte(te, ','); i >= 0 {
 		te = te[i+1:]
 	}
 	te, _, _ = strings.Cut(te, ";")
-	return strings.ToLower(strings.Trim(te, " \t"))
+	return strings.Trim(te, " \t"), found
 }
 
-// parseContentLength accepts one decimal length, or a list of identical ones (a proxy may have
-// merged duplicate fields); anything else makes the framing unknowable.
-func parseContentLength(v string) (int64, error) {
-	n := int64(-1)
-	for _, part := range strings.Split(v, ",") {
-		part = strings.Trim(part, " \t")
-		m, err := strconv.ParseInt(part, 10, 64)
-		if err != nil || m < 0 || part[0] == '+' || (n >= 0 && m != n) {
-			return 0, fmt.Errorf("invalid Content-Length %q", clip(v))
+// contentLength accepts one decimal length, or a list of identical ones over one or more fields
+// (a proxy may have merged duplicates); anything else makes the framing unknowable. ok is false
+// when there is no Content-Length field.
+func contentLength(resp *Response) (n int64, ok bool, err error) {
+	n = -1
+	for _, h := range resp.Header {
+		if !strings.EqualFold(h.Name, "Content-Length") {
+			continue
 		}
-		n = m
+		for rest, more := h.Value, true; more; {
+			var part string
+			part, rest, more = strings.Cut(rest, ",")
+			part = strings.Trim(part, " \t")
+			m, err := strconv.ParseInt(part, 10, 64)
+			if err != nil || m < 0 || part[0] == '+' || (n >= 0 && m != n) {
+				v, _ := joined(resp, "Content-Length")
+				return 0, false, fmt.Errorf("invalid Content-Length %q", clip(v))
+			}
+			n = m
+		}
 	}
-	return n, nil
+	return n, n >= 0, nil
 }
 
 // readLength reads a body of n bytes, keeping at most limit of them.
@@ -104,14 +123,20 @@ func readLength(br *bufio.Reader, resp *Response, n int64, limit int) error {
 
 // readUntilEOF reads a body that ends when the server closes the connection.
 func readUntilEOF(br *bufio.Reader, resp *Response, limit int) error {
-	var buf bytes.Buffer
-	_, err := io.CopyN(&buf, br, int64(limit))
-	resp.Body = buf.Bytes()
-	if err == io.EOF {
-		return nil
-	}
-	if err != nil {
-		return err
+	for len(resp.Body) < limit {
+		if len(resp.Body) == cap(resp.Body) {
+			// Grow by doubling, from 512 bytes, never past the limit.
+			resp.Body = slices.Grow(resp.Body, min(max(512, cap(resp.Body)), limit-len(resp.Body)))
+		}
+		b := resp.Body[len(resp.Body):min(cap(resp.Body), limit)]
+		n, err := br.Read(b)
+		resp.Body = resp.Body[:len(resp.Body)+n]
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 	}
 	// The limit was reached: one byte more, already buffered or not, tells whether it cut anything.
 	if _, err := br.Peek(1); err == nil {
@@ -162,17 +187,33 @@ func readChunkSize(br *bufio.Reader) (int64, error) {
 	case err != nil:
 		return 0, unexpectedEOF(err)
 	}
-	s := strings.TrimRight(string(line), "\r\n")
-	s, _, _ = strings.Cut(s, ";")
-	s = strings.TrimRight(s, " \t")
-	if s == "" || len(s) > 15 {
-		return 0, fmt.Errorf("malformed chunk size %q", clip(s))
+	s := bytes.TrimRight(line, "\r\n")
+	s, _, _ = bytes.Cut(s, []byte(";"))
+	s = bytes.TrimRight(s, " \t")
+	if len(s) == 0 || len(s) > 15 { // 15 hex digits cannot overflow an int64
+		return 0, fmt.Errorf("malformed chunk size %q", clip(string(s)))
 	}
-	n, err := strconv.ParseInt(s, 16, 64)
-	if err != nil || n < 0 || s[0] == '+' || s[0] == '-' {
-		return 0, fmt.Errorf("malformed chunk size %q", clip(s))
+	var n int64
+	for _, c := range s {
+		d, ok := hexDigit(c)
+		if !ok {
+			return 0, fmt.Errorf("malformed chunk size %q", clip(string(s)))
+		}
+		n = n<<4 | int64(d)
 	}
 	return n, nil
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // readChunkEnd consumes the CRLF (or lone LF) after chunk data.
@@ -208,9 +249,9 @@ func skipTrailers(br *bufio.Reader) error {
 }
 
 // appendN appends exactly n bytes from r to b. It grows b once, to the size that is known,
-// rather than by bytes.Buffer's 512-byte steps: probes run 50 times a second, and their garbage
-// is what a waiting sidesync's memory grows by. Callers bound n by the body limit (64 KiB by
-// default), so a server announcing a huge size cannot make it allocate more than that.
+// rather than by bytes.Buffer's 512-byte steps, and not at all when a reused b has the room.
+// Callers bound n by the body limit (64 KiB by default), so a server announcing a huge size
+// cannot make it allocate more than that.
 func appendN(r io.Reader, b []byte, n int64) ([]byte, error) {
 	b = slices.Grow(b, int(n))
 	got, err := io.ReadFull(r, b[len(b):len(b)+int(n)])

@@ -68,8 +68,9 @@ func brief(op string, err error) string {
 // Refused reports whether err means nothing was listening (connection refused), so the request
 // certainly did not reach the server.
 func Refused(err error) bool {
-	var e *Error
-	if errors.As(err, &e) && e.Op != "dial" {
+	// errors.AsType, not errors.As: the latter's target would escape to the heap, and this is
+	// asked of every refused probe.
+	if e, ok := errors.AsType[*Error](err); ok && e.Op != "dial" {
 		return false
 	}
 	return errors.Is(err, syscall.ECONNREFUSED)
@@ -79,12 +80,18 @@ func Refused(err error) bool {
 // after the request had been fully sent and before a complete status line/headers arrived: the server
 // took the request and went away. (A sidecar that exits right after a quit request does this.)
 func ClosedAfterSend(err error) bool {
-	var e *Error
-	if !errors.As(err, &e) || e.Op != "read" || !e.Sent {
+	e, ok := errors.AsType[*Error](err)
+	if !ok || e.Op != "read" || !e.Sent {
 		return false
 	}
 	return errors.Is(e.Err, io.EOF) || errors.Is(e.Err, io.ErrUnexpectedEOF) ||
 		errors.Is(e.Err, syscall.ECONNRESET)
+}
+
+// timeoutError is an error that can tell it is a timeout, as net's errors can.
+type timeoutError interface {
+	error
+	Timeout() bool
 }
 
 // Timeout reports whether err is a timeout / deadline (context deadline or net timeout).
@@ -93,8 +100,7 @@ func Timeout(err error) bool { return isTimeout(err) }
 // isTimeout covers context.DeadlineExceeded, os.ErrDeadlineExceeded and net's own timeouts, which
 // all implement Timeout; the errors.Is check is for wrappers that only implement Is.
 func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	if errors.As(err, &te) && te.Timeout() {
+	if te, ok := errors.AsType[timeoutError](err); ok && te.Timeout() {
 		return true
 	}
 	return errors.Is(err, context.DeadlineExceeded)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,7 +17,8 @@ import (
 
 // FuzzReadResponse feeds arbitrary bytes to exchange as the server's answer over net.Pipe. It
 // must never panic, hang or keep more than the body limit; when both we and net/http accept an
-// answer in full, the status and body must agree.
+// answer in full, the status and body must agree. Read into a Response that holds a previous
+// answer, as a Client reads, it must read exactly as into a fresh one.
 func FuzzReadResponse(f *testing.F) {
 	for _, seed := range []string{
 		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nLIVE\n",
@@ -42,13 +44,36 @@ func FuzzReadResponse(f *testing.F) {
 		}
 		resp, err := pipeExchange(t, method, answer, lim)
 		checkFuzzResult(t, method, answer, lim, resp, err)
+		checkReuse(t, method, answer, lim)
 	})
+}
+
+// checkReuse reads answer into a Response that holds a previous answer, and into a fresh one,
+// and compares them.
+func checkReuse(t *testing.T, method string, answer []byte, limit int) {
+	const previous = "HTTP/1.1 503 Service Unavailable\r\nServer: envoy\r\nX-A: 1\r\nContent-Type: text/plain\r\n" +
+		"Content-Length: 13\r\n\r\nINITIALIZING\n"
+	fresh, reused := new(Response), new(Response)
+	if _, err := readResponse(bufio.NewReader(strings.NewReader(previous)), reused, "GET", defaultBodyLimit); err != nil {
+		t.Fatal(err)
+	}
+	_, errFresh := readResponse(bufio.NewReader(bytes.NewReader(answer)), fresh, method, limit)
+	_, errReused := readResponse(bufio.NewReader(bytes.NewReader(answer)), reused, method, limit)
+	if fmt.Sprint(errFresh) != fmt.Sprint(errReused) {
+		t.Fatalf("reused Response: err %v, fresh one: %v", errReused, errFresh)
+	}
+	if errFresh != nil {
+		return
+	}
+	if d := diffResponses(fresh, reused); d != "" {
+		t.Fatalf("reused Response differs from a fresh one: %s", d)
+	}
 }
 
 // pipeExchange runs exchange against a scripted server on net.Pipe: the server reads the whole
 // request, writes answer and closes.
 func pipeExchange(t *testing.T, method string, answer []byte, limit int) (*Response, error) {
-	out, err := buildRequest(&Request{Method: method, URL: mustURL(t, "http://sidecar/ready")})
+	out, err := buildRequest(&Request{Method: method, URL: mustURL(t, "http://sidecar/ready")}, closeAfter)
 	if err != nil {
 		t.Fatal(err)
 	}

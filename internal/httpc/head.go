@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 )
 
 // maxHeadSize bounds the status lines and header fields read for one exchange, interim 1xx
@@ -15,53 +14,58 @@ const maxHeadSize = 64 << 10
 
 var errHeadTooLarge = fmt.Errorf("response head larger than %d bytes", maxHeadSize)
 
-// readHead reads the status line and header fields of the final response, skipping interim 1xx
-// responses (100 Continue, 102 Processing, 103 Early Hints), which carry no body.
-func readHead(br *bufio.Reader) (*Response, error) {
+// readHead reads the status line and header fields of the final response into resp, skipping
+// interim 1xx responses (100 Continue, 102 Processing, 103 Early Hints), which carry no body.
+//
+// resp may hold the previous response of the same connection: its Header slice is reused, and
+// a status or field that reads as it did then keeps its string, so that a sidecar giving the
+// same answer probe after probe costs no allocation (a Client's steady state).
+func readHead(br *bufio.Reader, resp *Response) error {
 	budget := maxHeadSize
 	for {
-		resp, err := readOneHead(br, &budget)
-		if err != nil {
-			return nil, err
+		if err := readOneHead(br, &budget, resp); err != nil {
+			return err
 		}
 		switch {
 		case resp.StatusCode == 101:
-			return nil, errors.New("unexpected 101 Switching Protocols")
+			return errors.New("unexpected 101 Switching Protocols")
 		case resp.StatusCode >= 200:
-			return resp, nil
+			return nil
 		}
 	}
 }
 
 // readOneHead reads one status line and its header fields, up to the empty line.
-func readOneHead(br *bufio.Reader, budget *int) (*Response, error) {
+func readOneHead(br *bufio.Reader, budget *int, resp *Response) error {
 	line, err := readLine(br, budget)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	resp, err := parseStatusLine(line)
-	if err != nil {
-		return nil, err
+	if err := parseStatusLine(line, resp); err != nil {
+		return err
 	}
+	fields := resp.Header[:0]
 	for {
 		line, err := readLine(br, budget)
 		if err != nil {
-			return nil, unexpectedEOF(err)
+			return unexpectedEOF(err)
 		}
 		if len(line) == 0 {
-			return resp, nil
+			resp.Header = fields
+			return nil
 		}
-		h, err := parseField(line)
-		if err != nil {
-			return nil, err
+		if fields, err = appendField(fields, line); err != nil {
+			return err
 		}
-		resp.Header = append(resp.Header, h)
 	}
 }
 
 // readLine returns the next line without its LF or CRLF, charging its length to budget. A lone
 // LF is accepted as a line end, as RFC 9112 allows recipients to. EOF before any byte is io.EOF
 // (the server closed cleanly); EOF inside a line is io.ErrUnexpectedEOF.
+//
+// A line that fits in br's buffer, as every real one does, is returned in place: it is valid
+// until the next read from br. Only a longer one is copied.
 func readLine(br *bufio.Reader, budget *int) ([]byte, error) {
 	var line []byte
 	for {
@@ -70,17 +74,24 @@ func readLine(br *bufio.Reader, budget *int) ([]byte, error) {
 			return nil, errHeadTooLarge
 		}
 		*budget -= len(chunk)
+		if line == nil && err == nil {
+			return trimEOL(chunk), nil
+		}
 		line = append(line, chunk...)
 		switch {
 		case err == nil:
-			line = line[:len(line)-1]
-			return bytes.TrimSuffix(line, []byte("\r")), nil
+			return trimEOL(line), nil
 		case err == io.EOF && len(line) > 0:
 			return nil, io.ErrUnexpectedEOF
 		case err != bufio.ErrBufferFull:
 			return nil, err
 		}
 	}
+}
+
+// trimEOL drops the LF that ends line, and a CR before it.
+func trimEOL(line []byte) []byte {
+	return bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
 }
 
 // unexpectedEOF turns a clean EOF in the middle of a head into io.ErrUnexpectedEOF.
@@ -91,47 +102,63 @@ func unexpectedEOF(err error) error {
 	return err
 }
 
-// parseStatusLine parses `HTTP/1.x SSS reason`; the reason phrase may be empty or missing.
-func parseStatusLine(line []byte) (*Response, error) {
-	s := string(line)
-	proto, rest, _ := strings.Cut(s, " ")
-	if len(proto) != len("HTTP/1.1") || !strings.HasPrefix(proto, "HTTP/1.") || !isDigit(proto[7]) {
-		return nil, fmt.Errorf("malformed status line %q", clip(s))
+// parseStatusLine parses `HTTP/1.x SSS reason` into resp; the reason phrase may be empty or
+// missing.
+func parseStatusLine(line []byte, resp *Response) error {
+	proto, rest, _ := bytes.Cut(line, []byte(" "))
+	if len(proto) != len("HTTP/1.1") || !bytes.HasPrefix(proto, []byte("HTTP/1.")) || !isDigit(proto[7]) {
+		return fmt.Errorf("malformed status line %q", clip(string(line)))
 	}
-	code, reason, _ := strings.Cut(rest, " ")
+	code, reason, _ := bytes.Cut(rest, []byte(" "))
 	if len(code) != 3 || code[0] < '1' || !isDigit(code[0]) || !isDigit(code[1]) || !isDigit(code[2]) {
-		return nil, fmt.Errorf("malformed status code in %q", clip(s))
+		return fmt.Errorf("malformed status code in %q", clip(string(line)))
 	}
 	if hasCTL(reason) {
-		return nil, fmt.Errorf("malformed reason phrase in %q", clip(s))
+		return fmt.Errorf("malformed reason phrase in %q", clip(string(line)))
 	}
-	status := code
-	if reason != "" {
-		status += " " + reason
+	status := code // "SSS reason", or "SSS" when the reason is empty
+	if len(reason) > 0 {
+		status = rest
 	}
-	n := int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')
-	return &Response{StatusCode: n, Status: status, Proto: proto}, nil
+	resp.StatusCode = int(code[0]-'0')*100 + int(code[1]-'0')*10 + int(code[2]-'0')
+	resp.Status = reuse(resp.Status, status)
+	resp.Proto = reuse(resp.Proto, proto)
+	return nil
 }
 
-// parseField parses `Name: value`. Whitespace before the colon and obs-fold continuation lines
-// are rejected, as RFC 9112 allows, because they are how response splitting hides.
-func parseField(line []byte) (Header, error) {
-	s := string(line)
-	name, value, ok := strings.Cut(s, ":")
-	if !ok || !IsToken(name) {
-		return Header{}, fmt.Errorf("malformed header line %q", clip(s))
+// appendField parses `Name: value` and appends it to fields. Whitespace before the colon and
+// obs-fold continuation lines are rejected, as RFC 9112 allows, because they are how response
+// splitting hides. The field that the previous response had at this position, still in the
+// slice's spare capacity, lends its strings when they are the same.
+func appendField(fields []Header, line []byte) ([]Header, error) {
+	name, value, ok := bytes.Cut(line, []byte(":"))
+	if !ok || !isToken(name) {
+		return fields, fmt.Errorf("malformed header line %q", clip(string(line)))
 	}
-	value = strings.Trim(value, " \t")
+	value = bytes.Trim(value, " \t")
 	if hasCTL(value) {
-		return Header{}, fmt.Errorf("invalid character in header %q", clip(name))
+		return fields, fmt.Errorf("invalid character in header %q", clip(string(name)))
 	}
-	return Header{Name: name, Value: value}, nil
+	var prev Header
+	if n := len(fields); n < cap(fields) {
+		prev = fields[:n+1][n]
+	}
+	return append(fields, Header{Name: reuse(prev.Name, name), Value: reuse(prev.Value, value)}), nil
+}
+
+// reuse returns prev when it holds exactly b, and a new string of b otherwise. The comparison
+// itself does not allocate.
+func reuse(prev string, b []byte) string {
+	if string(b) == prev {
+		return prev
+	}
+	return string(b)
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // hasCTL reports control characters other than HTAB, which a field value or reason may not hold.
-func hasCTL(s string) bool {
+func hasCTL[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
 			return true

@@ -36,7 +36,7 @@ func doURL(t testing.TB, method, raw string, limit int) (*Response, error) {
 // connection, which it closes afterwards. The listener is closed, and every script waited
 // for, when the test ends. It returns the listener's address, or ok=false when the network
 // is not available here.
-func serveRaw(t *testing.T, network, addr string, script func(c net.Conn)) (string, bool) {
+func serveRaw(t testing.TB, network, addr string, script func(c net.Conn)) (string, bool) {
 	t.Helper()
 	ln, err := net.Listen(network, addr)
 	if err != nil {
@@ -67,7 +67,7 @@ func serveRaw(t *testing.T, network, addr string, script func(c net.Conn)) (stri
 }
 
 // mustServeRaw is serveRaw on IPv4 loopback, which every test machine has.
-func mustServeRaw(t *testing.T, script func(c net.Conn)) string {
+func mustServeRaw(t testing.TB, script func(c net.Conn)) string {
 	t.Helper()
 	addr, ok := serveRaw(t, "tcp4", "127.0.0.1:0", script)
 	if !ok {

@@ -1,6 +1,11 @@
-// Package httpc is a minimal HTTP/1.1 client for talking to sidecars on loopback: one request per
-// connection, plain http only, bounded reads, no dependency on net/http (which would triple the
-// size and memory of the sidesync binary).
+// Package httpc is a minimal HTTP/1.1 client for talking to sidecars on loopback: plain http
+// only, bounded reads, no dependency on net/http. Do sends one request on a connection of its
+// own; a Client sends prepared requests again and again over one persistent connection, without
+// allocating once the answers repeat, which is what a long wait for a sidecar does.
+//
+// Why not net/http: the sidesync release build with net/http in the probe path measured
+// 7.02 MB and a peak RSS of 10.2 MiB while waiting for a sidecar, against 5.93 MB and 6.8 MiB
+// with this package.
 package httpc
 
 import (
@@ -30,7 +35,8 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBu
 // Header is one header field: the name as sent or received, and its value.
 type Header struct{ Name, Value string }
 
-// Request is one HTTP/1.1 request. The connection is closed after the response.
+// Request is one HTTP/1.1 request. Do closes the connection after the response; a Client
+// keeps it open for the next request when the server allows.
 type Request struct {
 	Method string   // "GET", "POST", "HEAD", ...; empty means GET
 	URL    *url.URL // scheme must be "http"; host may be a name, IPv4 or [IPv6] literal; default port 80
@@ -80,14 +86,8 @@ func Do(ctx context.Context, req *Request, bodyLimit int) (*Response, error) {
 	if req == nil {
 		return nil, &Error{Op: "request", Err: errors.New("nil request")}
 	}
-	e := &Error{Op: "request", URL: redact(req.URL), method: req.Method}
-	switch {
-	case e.method == "":
-		e.method = "GET"
-	case !IsToken(e.method):
-		e.method = "" // keep a CR or LF out of log lines; the cause quotes it
-	}
-	out, err := buildRequest(req)
+	e := requestError(req)
+	out, err := buildRequest(req, closeAfter)
 	if err != nil {
 		return nil, e.with("request", err)
 	}
@@ -103,11 +103,29 @@ func Do(ctx context.Context, req *Request, bodyLimit int) (*Response, error) {
 	return exchange(ctx, conn, out.method, out.raw, bodyLimit, e)
 }
 
+// requestError is the *Error of a failure of req, to be completed with its Op and cause.
+func requestError(req *Request) *Error {
+	e := &Error{Op: "request", URL: redact(req.URL), method: req.Method}
+	switch {
+	case e.method == "":
+		e.method = "GET"
+	case !IsToken(e.method):
+		e.method = "" // keep a CR or LF out of log lines; the cause quotes it
+	}
+	return e
+}
+
 // dial connects through the normal resolver, so a name such as "localhost" works whichever
 // address family the sidecar listens on: the dialer tries every address it resolves to.
 func dial(ctx context.Context, addr string, local net.IP) (net.Conn, error) {
-	// One request per connection: keep-alive probes would never fire, so skip setting them up.
-	d := net.Dialer{KeepAlive: -1}
+	return dialUntil(ctx, addr, local, time.Time{})
+}
+
+// dialUntil is dial with a deadline of its own (zero: ctx alone bounds it).
+func dialUntil(ctx context.Context, addr string, local net.IP, deadline time.Time) (net.Conn, error) {
+	// TCP keep-alive probes only matter on connections that idle for minutes; a Do connection
+	// carries one request and a Client's is used every few milliseconds, so skip setting them up.
+	d := net.Dialer{KeepAlive: -1, Deadline: deadline}
 	if local != nil {
 		d.LocalAddr = &net.TCPAddr{IP: local}
 	}
@@ -136,14 +154,25 @@ func exchange(ctx context.Context, conn net.Conn, method string, raw []byte, lim
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(conn)
 	defer func() { br.Reset(nil); readers.Put(br) }()
-	resp, err := readHead(br)
-	if err != nil {
+	resp := new(Response)
+	if _, err := readResponse(br, resp, method, limit); err != nil {
 		return nil, e.with("read", contextError(ctx, err))
 	}
-	if err := readBody(br, resp, method, limit); err != nil {
-		resp.BodyErr = contextError(ctx, err)
+	if resp.BodyErr != nil {
+		resp.BodyErr = contextError(ctx, resp.BodyErr)
 	}
 	return resp, nil
+}
+
+// readResponse reads one response from br into resp, reusing resp's buffers. A failure to read
+// the head is the error; one inside the body goes to resp.BodyErr. framed reports whether the
+// body ended where the message said (see readBody).
+func readResponse(br *bufio.Reader, resp *Response, method string, limit int) (framed bool, err error) {
+	if err := readHead(br, resp); err != nil {
+		return false, err
+	}
+	framed, resp.BodyErr = readBody(br, resp, method, limit)
+	return framed, nil
 }
 
 // contextError replaces err by the context's error when the context is what ended the exchange:
@@ -151,6 +180,13 @@ func exchange(ctx context.Context, conn net.Conn, method string, raw []byte, lim
 // network connection" or "i/o timeout". A custom cause is kept alongside the standard error so
 // that errors.Is works for both.
 func contextError(ctx context.Context, err error) error {
+	return deadlineError(ctx, time.Time{}, err)
+}
+
+// deadlineError is contextError for an exchange that also had a deadline of its own (a
+// Client's Timeout): a timeout at or after it is context.DeadlineExceeded too, as it would be
+// had the deadline come from a context.
+func deadlineError(ctx context.Context, deadline time.Time, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		cause := context.Cause(ctx)
 		if errors.Is(cause, ctxErr) {
@@ -160,7 +196,10 @@ func contextError(ctx context.Context, err error) error {
 	}
 	// The connection deadline equals the context deadline, and the socket may report it a hair
 	// before the context's own timer fires.
-	if d, ok := ctx.Deadline(); ok && isTimeout(err) && !time.Now().Before(d) {
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	if !deadline.IsZero() && isTimeout(err) && !time.Now().Before(deadline) {
 		return context.DeadlineExceeded
 	}
 	return err

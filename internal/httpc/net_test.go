@@ -120,7 +120,7 @@ func TestExchangeCancelInBody(t *testing.T) {
 		<-starved
 		cancel()
 	}()
-	out, err := buildRequest(&Request{URL: mustURL(t, "http://"+addr+"/ready")})
+	out, err := buildRequest(&Request{URL: mustURL(t, "http://"+addr+"/ready")}, closeAfter)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,20 @@ type outgoing struct {
 	raw    []byte // the whole request, written in one go
 }
 
+// Connection handling of a serialised request.
+const (
+	closeAfter = true  // "Connection: close": one request per connection (Do)
+	keepOpen   = false // no Connection field: HTTP/1.1's default, a persistent connection (Client)
+)
+
 // reservedHeaders are set by Do itself; a second copy from the caller would make the framing or
 // the target ambiguous (servers answer 400 to two Host fields or conflicting lengths).
 var reservedHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection"}
 
-// buildRequest validates req and serialises it. Everything a caller controls is checked for
-// CR, LF and other characters that would let one field spill into the next.
-func buildRequest(req *Request) (outgoing, error) {
+// buildRequest validates req and serialises it, asking the server to close the connection
+// after the response when closeConn is set. Everything a caller controls is checked for CR, LF
+// and other characters that would let one field spill into the next.
+func buildRequest(req *Request, closeConn bool) (outgoing, error) {
 	method := req.Method
 	if method == "" {
 		method = "GET"
@@ -44,7 +51,10 @@ func buildRequest(req *Request) (outgoing, error) {
 	b = append(b, target...)
 	b = append(b, " HTTP/1.1\r\nHost: "...)
 	b = append(b, hostField(req.URL.Host)...)
-	b = append(b, "\r\nUser-Agent: sidesync\r\nAccept: */*\r\nConnection: close\r\n"...)
+	b = append(b, "\r\nUser-Agent: sidesync\r\nAccept: */*\r\n"...)
+	if closeConn {
+		b = append(b, "Connection: close\r\n"...)
+	}
 	if req.Body != nil || sendsBody(method) {
 		b = append(b, "Content-Length: "...)
 		b = strconv.AppendInt(b, int64(len(req.Body)), 10)
@@ -186,8 +196,11 @@ func checkHeader(h Header) error {
 
 // IsToken reports whether s is an RFC 9110 token, the syntax of methods and field names. The
 // emulator's server uses it too.
-func IsToken(s string) bool {
-	if s == "" {
+func IsToken(s string) bool { return isToken(s) }
+
+// isToken is IsToken for strings and for bytes still in the read buffer.
+func isToken[T string | []byte](s T) bool {
+	if len(s) == 0 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -49,7 +49,7 @@ func TestBuildRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := buildRequest(&tt.req)
+			got, err := buildRequest(&tt.req, closeAfter)
 			if err != nil {
 				t.Fatalf("buildRequest: %v", err)
 			}
