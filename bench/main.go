@@ -2,20 +2,25 @@
 // the release build of the binary. It prints a table and, with -write, rewrites the generated
 // part of BENCHMARKS.md. Run it from the repository root:
 //
-//	go run ./bench            # the full suite, about 5 minutes on 2 cores
-//	go run ./bench -write     # and update BENCHMARKS.md
-//	go run ./bench -quick     # a smoke run of every measurement, under a minute
+//	go run ./bench                # the full suite, about 7 minutes on 2 cores
+//	go run ./bench -write         # and update BENCHMARKS.md
+//	go run ./bench -quick         # a smoke run of every measurement, about a minute
+//	go run ./bench -only memory   # some measurements only (never with -write)
 //
 // Nothing here is a test: no number can fail anything; the targets are printed beside the
 // numbers for people to read.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 )
 
 // options are the suite's flags.
@@ -26,7 +31,9 @@ type options struct {
 	seed     uint64  // seeds the sidecars' ready delays
 	minReady float64 // ready delay range, seconds
 	maxReady float64
-	write    string // BENCHMARKS.md to update, or ""
+	longWait time.Duration   // the long waits' timeout; zero skips them
+	only     map[string]bool // the measurements to run; nil means all
+	write    string          // BENCHMARKS.md to update, or ""
 	quick    bool
 }
 
@@ -81,12 +88,31 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the sidecars' ready delays")
 	fs.BoolVar(&write, "write", false, "rewrite the generated part of BENCHMARKS.md")
 	fs.BoolVar(&o.quick, "quick", false, "a smoke run: few runs of everything")
+	fs.DurationVar(&o.longWait, "long-wait", time.Minute, "how long the long waits for a never-ready sidecar last (0: skip them)")
+	only := fs.String("only", "", "run only these measurements, comma-separated: "+strings.Join(stepNames(), ", "))
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	o.minReady, o.maxReady = 0.3, 6.0
 	if o.quick {
 		o.runs, o.quitRuns, o.pairs, o.maxReady = 3, 3, 20, 1.0
+		o.longWait = min(o.longWait, 5*time.Second)
+	}
+	if *only != "" {
+		o.only = map[string]bool{}
+		for name := range strings.SplitSeq(*only, ",") {
+			if !slices.Contains(stepNames(), name) {
+				err := fmt.Errorf("-only: no measurement %q (there are %s)", name, strings.Join(stepNames(), ", "))
+				fmt.Fprintln(stderr, err)
+				return o, err
+			}
+			o.only[name] = true
+		}
+		if write {
+			err := errors.New("-only and -write: a partial report would replace the whole one")
+			fmt.Fprintln(stderr, err)
+			return o, err
+		}
 	}
 	if write {
 		o.write = filepath.Join(".", "BENCHMARKS.md")

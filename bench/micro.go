@@ -13,11 +13,13 @@ type microResult struct {
 	name, nsPerOp, bytesPerOp, allocsPerOp string
 }
 
-// microBenchmarks are the hot paths: one probe round trip (HTTP over loopback), one raw
-// request of the client, and the backoff computations.
+// microBenchmarks are the hot paths: a probe of a wait on a kept connection (what a long wait
+// repeats; its allocs/op must stay 0) and on a new one, a one-off probe, a request of the
+// client on a kept connection and on a connection of its own (quit calls), and the backoff
+// computations.
 var microBenchmarks = []struct{ pkg, pattern string }{
-	{"./sidecar", "^(BenchmarkProbe|BenchmarkDecorrelatedJitter|BenchmarkConstant)$"},
-	{"./internal/httpc", "^BenchmarkDo$"},
+	{"./sidecar", "^(BenchmarkProbeKeepAlive|BenchmarkProbeNewConnection|BenchmarkProbe|BenchmarkDecorrelatedJitter|BenchmarkConstant)$"},
+	{"./internal/httpc", "^(BenchmarkClientDo|BenchmarkDo)$"},
 }
 
 // measureMicro runs the Go micro-benchmarks and collects their results.

@@ -16,9 +16,10 @@ type suite struct {
 	o       options
 	dir     string // scratch directory
 	log     io.Writer
-	binary  string // the release build of sidesync
-	small   string // the release build with -tags nokubeapi
-	minimal string // a minimal Go fork/exec/wait wrapper: what any Go wrapper costs here
+	binary  string   // the release build of sidesync
+	small   string   // the release build with -tags nokubeapi
+	emu     []string // the emulator's command, up to the profile
+	minimal string   // a minimal Go fork/exec/wait wrapper: what any Go wrapper costs here
 	size    int64
 	smallSz int64
 	self    string // this program, run as the wrapped command in stamp mode
@@ -51,6 +52,9 @@ func (s *suite) prepare() error {
 		return err
 	}
 	if err := s.buildMinimal(); err != nil {
+		return err
+	}
+	if err := s.buildEmulator(); err != nil {
 		return err
 	}
 	var err error
@@ -116,6 +120,13 @@ func (s *suite) buildMinimal() error {
 	return s.build(dir, s.minimal, ".")
 }
 
+// buildEmulator builds cmd/sidesync-emulator, the emulated sidecars' program.
+func (s *suite) buildEmulator() error {
+	path := filepath.Join(s.dir, "sidesync-emulator")
+	s.emu = []string{path, "emulate"}
+	return s.build(".", path, "./cmd/sidesync-emulator")
+}
+
 func fileSize(path string) (int64, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -124,23 +135,38 @@ func fileSize(path string) (int64, error) {
 	return fi.Size(), nil
 }
 
+// step is one measurement.
+type step struct {
+	name string
+	run  func(*suite, *results) error
+}
+
+var steps = []step{
+	{"lag", (*suite).measureLag},
+	{"quit", (*suite).measureQuit},
+	{"overhead", (*suite).measureOverhead},
+	{"memory", (*suite).measureMemory},
+	{"micro", (*suite).measureMicro},
+}
+
+func stepNames() []string {
+	var names []string
+	for _, st := range steps {
+		names = append(names, st.name)
+	}
+	return names
+}
+
 // measure runs every measurement in turn, never two at once: they would disturb each other.
 func (s *suite) measure() (*results, error) {
 	r := &results{machine: describeMachine(s.goVer), size: s.size, smallSz: s.smallSz}
-	steps := []struct {
-		name string
-		run  func(*results) error
-	}{
-		{"ready-to-start lag", s.measureLag},
-		{"quit latency", s.measureQuit},
-		{"overhead", s.measureOverhead},
-		{"memory", s.measureMemory},
-		{"micro-benchmarks", s.measureMicro},
-	}
 	for _, st := range steps {
+		if s.o.only != nil && !s.o.only[st.name] {
+			continue
+		}
 		start := time.Now()
 		fmt.Fprintf(s.log, "bench: %s...\n", st.name)
-		if err := st.run(r); err != nil {
+		if err := st.run(s, r); err != nil {
 			return nil, fmt.Errorf("%s: %w", st.name, err)
 		}
 		fmt.Fprintf(s.log, "bench: %s took %v\n", st.name, time.Since(start).Round(time.Second))

@@ -12,35 +12,40 @@ import (
 )
 
 // check is "sidesync check": probe each configured or detected sidecar once and print a
-// table, to debug a pod. It exits 0 when every sidecar is ready, 69 otherwise.
-func (a *app) check() int {
-	if !a.resolve() {
-		return exitUnavailable
+// table, to debug a pod. It exits 0 when every sidecar is ready, 69 otherwise (or when none is
+// found with --require-sidecar).
+func (s *session) check(ctx context.Context, o outcome) int {
+	o.plan = s.resolve(ctx)
+	if o.plan.missing {
+		return exitCode(o)
 	}
-	if len(a.cfg.Sidecars) == 0 {
-		fmt.Fprintln(a.stdout, "no sidecar configured or detected")
+	if len(o.plan.sidecars) == 0 {
+		fmt.Fprintln(s.stdout, "no sidecar configured or detected")
 		return 0
 	}
-	w := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	w := tabwriter.NewWriter(s.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "SIDECAR\tREADY URL\tSTATE\tQUIT URL\tNATIVE")
 	code := 0
-	for _, sc := range a.cfg.Sidecars {
-		state, ready := a.probeOnce(sc)
+	for _, sc := range o.plan.sidecars {
+		state, ready := s.probeOnce(ctx, sc)
 		if !ready {
 			code = exitUnavailable
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", sc.Name, urlOf(sc.Ready), state, quitURLOf(sc.Quit), nativeText(sc))
 	}
 	w.Flush()
+	if se := stopSignal(ctx); se != nil {
+		return 128 + int(se.sig)
+	}
 	return code
 }
 
 // probeOnce probes a sidecar once and describes its state in a few words.
-func (a *app) probeOnce(sc sidecar.Sidecar) (string, bool) {
+func (s *session) probeOnce(ctx context.Context, sc sidecar.Sidecar) (string, bool) {
 	if sc.Ready == nil {
 		return "no readiness check", true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ProbeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ProbeTimeout)
 	defer cancel()
 	r := sidecar.Probe(ctx, *sc.Ready)
 	if r.Ready {

@@ -21,38 +21,31 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/config"
-	"github.com/sidesync/sidesync/sidecar"
+	"github.com/sidesync/sidesync/internal/child"
 )
 
-// TestStopSignalBeatsLastProbe (fault 1): a stop signal that sidesync took while the last probe
-// was in flight wins over that probe's "ready". The in-flight probe is stood in for, so that the
-// order is certain: the signal channel is unbuffered, so the send returns only once the wait
-// has taken the signal, and only then does the probe answer "ready".
-func TestStopSignalBeatsLastProbe(t *testing.T) {
-	a := &app{
-		cfg:  &config.Config{Wait: true, Sidecars: []sidecar.Sidecar{{Name: "envoy", Ready: &sidecar.Check{URL: "http://127.0.0.1:1"}}}},
-		log:  slog.New(slog.DiscardHandler),
-		sigs: make(chan os.Signal),
+// TestStopSignalBeforeStart (fault 1): a stop signal taken before the command starts is never
+// lost, whatever the wait said meanwhile (its last probe may answer "ready" after the signal):
+// the command does not start. One taken after the start is forwarded. The signal owner is
+// driven directly, so the order is certain.
+func TestStopSignalBeforeStart(t *testing.T) {
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	s := &signals{log: slog.New(slog.DiscardHandler), stop: stop, ready: make(chan struct{})}
+	close(s.ready)             // as if signal.Notify had returned
+	s.deliver(syscall.SIGUSR1) // not a stop signal: ignored before the start
+	if ctx.Err() != nil {
+		t.Fatal("SIGUSR1 stopped the run")
 	}
-	release := make(chan struct{})
-	a.waitOneFunc = func(ctx context.Context, sc sidecar.Sidecar) waitResult {
-		<-release
-		return waitResult{name: sc.Name} // ready, although ctx was cancelled meanwhile
+	s.deliver(syscall.SIGTERM)
+	s.deliver(syscall.SIGINT) // the first stop signal is the one reported
+	started := false
+	_, se, err := s.startCommand(ctx, func() (*child.Process, error) { started = true; return nil, nil })
+	if started || err != nil || se == nil || se.sig != syscall.SIGTERM {
+		t.Errorf("startCommand after SIGTERM: started %v, stopped by %v, err %v; want not started, SIGTERM", started, se, err)
 	}
-	type phase struct {
-		code int
-		ok   bool
-	}
-	done := make(chan phase)
-	go func() {
-		code, ok := a.waitPhase()
-		done <- phase{code, ok}
-	}()
-	a.sigs <- syscall.SIGTERM
-	close(release)
-	if got, want := <-done, (phase{143, false}); got != want {
-		t.Errorf("waitPhase = %+v, want %+v: the signal was lost and the command would start", got, want)
+	if got := stopSignal(ctx); got == nil || got.sig != syscall.SIGTERM {
+		t.Errorf("the run's context says %v, want SIGTERM", got)
 	}
 }
 
@@ -246,19 +239,14 @@ func TestSubcommandHelp(t *testing.T) {
 		{[]string{"wait", "--help"}, []string{"Usage:\n  sidesync wait [flags]", "only", "69", "--timeout"}},
 		{[]string{"quit", "-h"}, []string{"Usage:\n  sidesync quit [flags]", "took the request", "--quit-timeout"}},
 		{[]string{"check", "--help"}, []string{"Usage:\n  sidesync check [flags]", "prints a table", "69"}},
-		{[]string{"demo", "--help"}, []string{"Usage:\n  sidesync demo [flags]", "timeline"}},
 		{[]string{"version", "--help"}, []string{"Usage:\n  sidesync version"}},
 		{[]string{"help", "wait"}, []string{"Usage:\n  sidesync wait [flags]"}},
-		{[]string{"emulate", "--help"}, []string{"usage: emulate PROFILE", "envoy", "cloudsql"}},
 	} {
 		r := sidesync(t, nil, tt.args...)
 		if r.code != 0 {
 			t.Errorf("%v: exit %d; stderr:\n%s", tt.args, r.code, r.stderr)
 		}
 		mustContain(t, r.stdout, tt.want...)
-	}
-	if r := sidesync(t, nil, "demo", "--help"); strings.Contains(r.stderr, "emulated Envoy") {
-		t.Error("demo --help ran the demo")
 	}
 	r := sidesync(t, nil, "verison")
 	if r.code != 127 {

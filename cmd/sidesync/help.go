@@ -9,66 +9,6 @@ import (
 	"github.com/sidesync/sidesync/sidecar"
 )
 
-// subcmd is one of sidesync's subcommands; the table drives dispatch, help and suggestions.
-type subcmd struct {
-	name    string
-	args    string // what follows the name in the usage line
-	summary string // one line, for the overview
-	about   string // a paragraph, for "sidesync NAME --help"
-	exits   string // the exit codes it returns
-	flags   bool   // takes the wrapper's flags
-	hidden  bool   // an internal re-execution target, not listed
-}
-
-var subcommands = []subcmd{
-	{name: "wait", args: "[flags]", summary: "only wait until the sidecars are ready", flags: true,
-		about: "Waits until every configured or detected sidecar is ready, then exits; run it as the first step\n" +
-			"of a shell script, or in an init step, when wrapping the command is not possible.",
-		exits: "  0        every sidecar is ready (or --on-timeout start-anyway)\n" +
-			"  69       a sidecar never became ready, or none was found with --require-sidecar\n" +
-			"  128+S    stopped by signal S (TERM, INT, HUP or QUIT)\n" +
-			"  2        bad flags or environment"},
-	{name: "quit", args: "[flags]", summary: "only tell the sidecars to quit", flags: true,
-		about: "Tells every configured or detected sidecar to quit (native sidecars excepted), all at once,\n" +
-			"each request bounded and retried; run it as the last step of a shell script.",
-		exits: "  0        every sidecar took the request (or there was none to quit)\n" +
-			"  69       a sidecar did not take it, or none was found with --require-sidecar\n" +
-			"  2        bad flags or environment"},
-	{name: "check", args: "[flags]", summary: "probe each sidecar once and print a table", flags: true,
-		about: "Probes each configured or detected sidecar once and prints a table on stdout: sidecar, ready\n" +
-			"URL, state, quit URL, native. Handy in kubectl exec. Nothing is told to quit.",
-		exits: "  0        every sidecar is ready (or there is none)\n" +
-			"  69       a sidecar is not ready, or none was found with --require-sidecar\n" +
-			"  2        bad flags or environment"},
-	{name: "demo", args: "[flags]", summary: "watch the whole job against an emulated Envoy on loopback", flags: true,
-		about: "Starts an emulated Envoy on loopback (LIVE after 1.5s), waits for it, runs a small job, tells the\n" +
-			"emulator to quit, watches it exit 0, and prints a timeline. Policy flags apply: try\n" +
-			"sidesync demo --backoff polly --interval 1s for the article's policy.",
-		exits: "  0        the job ran and the emulator quit\n" +
-			"  70       the emulator could not be started\n" +
-			"  2        bad flags or environment"},
-	{name: "version", summary: "print the version and commit",
-		about: "Prints sidesync's version, the commit it was built from, and the Go version.",
-		exits: "  0"},
-	{name: "emulate", args: "PROFILE [flags]", summary: "run an emulated sidecar (for tests and trials)",
-		about: "Runs an emulated sidecar that answers as the real one does; sidesync emulate --help lists the\n" +
-			"profiles, sidesync emulate PROFILE --help its flags.",
-		exits: "  0        stopped by SIGTERM or SIGINT, or told to quit (--exit-code changes it)\n" +
-			"  2        bad flags"},
-	{name: "help", args: "[SUBCOMMAND]", summary: "print this help, or a subcommand's", exits: "  0"},
-	{name: "demo-job", hidden: true},
-}
-
-// lookupSubcommand returns the subcommand called name.
-func lookupSubcommand(name string) (subcmd, bool) {
-	for _, s := range subcommands {
-		if s.name == name {
-			return s, true
-		}
-	}
-	return subcmd{}, false
-}
-
 const helpIntro = `sidesync keeps a command in step with the sidecars of its Kubernetes pod.
 
 Usage:
@@ -126,8 +66,8 @@ told to quit (per --quit), and sidesync exits 128+S. Logs go to stderr; stdout i
 // printHelp writes the whole help: usage, subcommands, sidecars, flags, contracts, exit codes.
 func printHelp(w io.Writer) {
 	fmt.Fprint(w, helpIntro)
-	for _, s := range subcommands {
-		if s.hidden {
+	for _, s := range subcommands() {
+		if s.name == "" {
 			continue
 		}
 		fmt.Fprintf(w, "  %-34s%s\n", strings.TrimSpace("sidesync "+s.name+" "+s.args), s.summary)
@@ -142,7 +82,7 @@ func printHelp(w io.Writer) {
 func printSubcommandHelp(w io.Writer, s subcmd) {
 	fmt.Fprintf(w, "Usage:\n  %s\n\n%s\n", strings.TrimSpace("sidesync "+s.name+" "+s.args), s.about)
 	fmt.Fprintf(w, "\nExit codes:\n%s\n", s.exits)
-	if s.flags {
+	if s.run != nil {
 		fmt.Fprintln(w, "\nFlags (each also a SIDESYNC_* variable, in brackets):")
 		config.PrintFlags(w)
 	}
@@ -151,12 +91,12 @@ func printSubcommandHelp(w io.Writer, s subcmd) {
 
 // help is "sidesync help [SUBCOMMAND]".
 func help(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "" {
 		printHelp(stdout)
 		return 0
 	}
 	s, ok := lookupSubcommand(args[0])
-	if !ok || s.hidden || s.about == "" {
+	if !ok {
 		fmt.Fprintf(stderr, "sidesync: no subcommand %q%s\n", args[0], didYouMean(args[0]))
 		return exitUsage
 	}
@@ -179,8 +119,8 @@ func nearSubcommand(word string) string {
 		return ""
 	}
 	best, bestDist := "", 3
-	for _, s := range subcommands {
-		if s.hidden {
+	for _, s := range subcommands() {
+		if s.name == "" {
 			continue
 		}
 		if d := editDistance(strings.ToLower(word), s.name); d < bestDist && d < len(s.name)/2+1 {

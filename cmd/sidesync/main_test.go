@@ -19,27 +19,32 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/internal/emulator"
 )
 
 // The tests run sidesync as a real process, as the os/exec tests do: the test binary re-executes
-// itself. It is linked under the names "sidesync" and "testcmd", and TestMain dispatches on
-// argv[0], so that the environment (which sidesync passes on to its command) decides nothing.
+// itself. It is linked under the names "sidesync", "testcmd" and "sidesync-emulator", and
+// TestMain dispatches on argv[0], so that the environment (which sidesync passes on to its
+// command) decides nothing. The emulator is linked into this test binary only: the sidesync
+// binary itself never links it.
 var bin struct {
-	sidesync, testcmd string
+	sidesync, testcmd, emulator string
 }
 
 // guard bounds every wait in these tests; reaching it is a failure, never a synchronisation.
 const guard = 20 * time.Second
 
 func TestMain(m *testing.M) {
-	// The demo re-executes os.Executable(), which is this test binary under its own name: its
-	// hidden subcommands cannot be mistaken for test flags, which all start with -test.
-	selfCall := len(os.Args) > 1 && (os.Args[1] == "emulate" || os.Args[1] == "demo-job")
-	switch {
-	case filepath.Base(os.Args[0]) == "sidesync" || selfCall:
+	switch filepath.Base(os.Args[0]) {
+	case "sidesync":
 		os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdin, os.Stdout, os.Stderr))
-	case filepath.Base(os.Args[0]) == "testcmd":
+	case "testcmd":
 		os.Exit(testCommand(os.Args[1:]))
+	case "sidesync-emulator": // sidesync-emulator emulate PROFILE [flags], as cmd/sidesync-emulator
+		if len(os.Args) < 2 || os.Args[1] != "emulate" {
+			os.Exit(2)
+		}
+		os.Exit(emulator.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	dir, err := os.MkdirTemp("", "sidesync-test-")
 	if err != nil {
@@ -48,10 +53,11 @@ func TestMain(m *testing.M) {
 	}
 	self, err := os.Executable()
 	if err == nil {
-		bin.sidesync, bin.testcmd = filepath.Join(dir, "sidesync"), filepath.Join(dir, "testcmd")
-		err = os.Symlink(self, bin.sidesync)
-		if err == nil {
-			err = os.Symlink(self, bin.testcmd)
+		bin.sidesync, bin.testcmd, bin.emulator = filepath.Join(dir, "sidesync"), filepath.Join(dir, "testcmd"), filepath.Join(dir, "sidesync-emulator")
+		for _, name := range []string{bin.sidesync, bin.testcmd, bin.emulator} {
+			if err == nil {
+				err = os.Symlink(self, name)
+			}
 		}
 	}
 	if err != nil {

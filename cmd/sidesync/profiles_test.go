@@ -1,53 +1,69 @@
 package main
 
 import (
+	"cmp"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// profileCase runs one profile against its emulator: the knobs that start it, and the spec that
-// points sidesync's profile at the emulator's ports.
+// profileCase runs one profile against an emulator: the spec that points sidesync's profile at
+// the emulator's ports, and what sidesync must ask of it.
 type profileCase struct {
-	profile    string
+	emulator   string // the emulator profile to start; "" means the profile's own
 	spec       func(e *emu) string
-	readyPath  string // the path sidesync must probe ("" when the profile has no readiness check)
+	readyPath  string // the path sidesync must probe ("" when the profile has no HTTP readiness check)
 	quitPath   string
 	quitStatus string
 }
 
-func profileCases() []profileCase {
+// profileCases has one end-to-end case per profile, keyed by profile name;
+// TestProfilesComplete checks that every profile of sidecar.ProfileNames has one.
+func profileCases() map[string]profileCase {
 	admin := func(p string) func(*emu) string { return func(e *emu) string { return p + ":port=" + e.port("admin") } }
-	return []profileCase{
-		{"envoy", admin("envoy"), "/ready", "/quitquitquit", "200"},
-		{"osm", admin("osm"), "/ready", "/quitquitquit", "200"},
-		{"kuma", admin("kuma"), "/ready", "/quitquitquit", "200"},
-		{"appmesh", admin("appmesh"), "/ready", "/quitquitquit", "200"},
-		{"istio", func(e *emu) string {
+	return map[string]profileCase{
+		"envoy":   {"", admin("envoy"), "/ready", "/quitquitquit", "200"},
+		"osm":     {"", admin("osm"), "/ready", "/quitquitquit", "200"},
+		"kuma":    {"", admin("kuma"), "/ready", "/quitquitquit", "200"},
+		"appmesh": {"", admin("appmesh"), "/ready", "/quitquitquit", "200"},
+		"istio": {"", func(e *emu) string {
 			return "istio:ready-port=" + e.port("envoy-status") + ",quit-port=" + e.port("status")
 		}, "/healthz/ready", "/quitquitquit", "200"},
-		{"linkerd", admin("linkerd"), "/ready", "/shutdown", "200"},
-		{"consul", func(e *emu) string {
+		"linkerd": {"", admin("linkerd"), "/ready", "/shutdown", "200"},
+		"consul": {"", func(e *emu) string {
 			return "consul:ready-port=" + e.port("admin") + ",quit-port=" + e.port("lifecycle")
 		}, "/ready", "/graceful_shutdown", "200"},
-		{"dapr", func(e *emu) string { return "dapr:port=" + e.port("http") }, "/v1.0/healthz/outbound", "/v1.0/shutdown", "204"},
-		{"cloudsql", func(e *emu) string {
+		"dapr": {"", func(e *emu) string { return "dapr:port=" + e.port("http") }, "/v1.0/healthz/outbound", "/v1.0/shutdown", "204"},
+		"cloudsql": {"", func(e *emu) string {
 			return "cloudsql:ready-port=" + e.port("http") + ",quit-port=" + e.port("admin")
 		}, "/startup", "/quitquitquit", "200"},
-		{"vault", func(e *emu) string { return "vault:port=" + e.port("admin") }, "", "/agent/v1/quit", "200"},
+		"vault": {"", func(e *emu) string { return "vault:port=" + e.port("admin") }, "", "/agent/v1/quit", "200"},
+		// The generic profiles, pointed at an emulated Envoy's admin.
+		"http": {"envoy", func(e *emu) string {
+			base := "http://127.0.0.1:" + e.port("admin")
+			return "http:ready=" + base + "/ready,quit=" + base + "/quitquitquit"
+		}, "/ready", "/quitquitquit", "200"},
+		"tcp": {"envoy", func(e *emu) string {
+			return "tcp:ready=tcp://127.0.0.1:" + e.port("admin") + ",quit=http://127.0.0.1:" + e.port("admin") + "/quitquitquit"
+		}, "", "/quitquitquit", "200"},
 	}
 }
 
 // TestProfiles runs every profile against its emulator: sidesync waits on the right endpoint
 // until it is ready, runs the command, quits the sidecar, and the sidecar exits 0.
 func TestProfiles(t *testing.T) {
-	for _, tc := range profileCases() {
-		t.Run(tc.profile, func(t *testing.T) {
+	cases := profileCases()
+	for _, profile := range slices.Sorted(maps.Keys(cases)) {
+		tc := cases[profile]
+		t.Run(profile, func(t *testing.T) {
 			t.Parallel()
-			e := startProfile(t, tc.profile, "--ready-after", "200ms")
+			emulator := cmp.Or(tc.emulator, profile)
+			e := startProfile(t, emulator, "--ready-after", "200ms")
 			marker := filepath.Join(t.TempDir(), "ran")
 			r := sidesync(t, nil, "--sidecar", tc.spec(e), "--", bin.testcmd, "touch", marker)
 			if r.code != 0 {
@@ -68,7 +84,7 @@ func TestProfiles(t *testing.T) {
 			if quits != 1 {
 				t.Errorf("%d POST %s answered %s, want 1", quits, tc.quitPath, tc.quitStatus)
 			}
-			mustContain(t, r.stderr, "sidecar="+tc.profile, "sidecar quit sidecar="+tc.profile)
+			mustContain(t, r.stderr, "sidecar="+profile, "sidecar quit sidecar="+profile)
 		})
 	}
 }

@@ -9,43 +9,61 @@ import (
 	"github.com/sidesync/sidesync/sidecar"
 )
 
-// quitPhase tells the sidecars to quit, as the policy says, given whether the command
-// succeeded (exited 0). Failures are logged and never change sidesync's exit code.
-func (a *app) quitPhase(success bool) {
-	targets := a.quitTargets()
+// quitOutcome is the result of the quit phase.
+type quitOutcome struct {
+	// state is "ok", "failed", or why nothing was sent: "none to quit", "skipped (never)",
+	// "skipped (on-success)"; "" when the phase did not run.
+	state string
+	took  time.Duration
+}
+
+// quitWanted applies the quit policy to what happened: on-success quits only after the command
+// exited 0.
+func quitWanted(policy config.QuitPolicy, o outcome) bool {
+	switch policy {
+	case config.QuitNever:
+		return false
+	case config.QuitOnSuccess:
+		return o.run.started && o.run.status.Signal == 0 && o.run.status.Code == 0
+	}
+	return true
+}
+
+// quitPhase tells the sidecars to quit when wanted. Failures are logged and never change the
+// exit code of the wrapper. ctx does not end with a stop signal: the quit is what lets the pod
+// complete, so it runs whatever happened before; each call is bounded by the quit timeout.
+func (s *session) quitPhase(ctx context.Context, p plan, wanted bool) quitOutcome {
+	targets := s.quitTargets(p.sidecars)
 	switch {
-	case a.cfg.Disabled || len(targets) == 0:
-		a.sum.quit = "none to quit"
-		return
-	case a.cfg.QuitPolicy == config.QuitNever:
-		a.log.Info("not telling the sidecars to quit", "policy", a.cfg.QuitPolicy)
-		a.sum.quit = "skipped (never)"
-		return
-	case a.cfg.QuitPolicy == config.QuitOnSuccess && !success:
-		a.log.Info("not telling the sidecars to quit: the command did not succeed", "policy", a.cfg.QuitPolicy)
-		a.sum.quit = "skipped (on-success)"
-		return
+	case s.cfg.Disabled || len(targets) == 0:
+		return quitOutcome{state: "none to quit"}
+	case !wanted && s.cfg.QuitPolicy == config.QuitNever:
+		s.log.Info("not telling the sidecars to quit", "policy", s.cfg.QuitPolicy)
+		return quitOutcome{state: "skipped (never)"}
+	case !wanted:
+		s.log.Info("not telling the sidecars to quit: the command did not succeed", "policy", s.cfg.QuitPolicy)
+		return quitOutcome{state: "skipped (on-success)"}
 	}
 	started := time.Now()
-	ok := a.quitAll(targets)
-	a.sum.quitTook = time.Since(started)
-	a.sum.quit = "ok"
-	if !ok {
-		a.sum.quit = "failed"
+	q := quitOutcome{state: "ok"}
+	if !s.quitAll(ctx, targets) {
+		q.state = "failed"
 	}
+	q.took = time.Since(started)
+	return q
 }
 
 // quitTargets are the sidecars to tell to quit: those with a quit call, except native
 // sidecars, which the kubelet stops after the main containers (asking them would only make the
 // kubelet restart them).
-func (a *app) quitTargets() []sidecar.Sidecar {
+func (s *session) quitTargets(scs []sidecar.Sidecar) []sidecar.Sidecar {
 	var out []sidecar.Sidecar
-	for _, sc := range a.cfg.Sidecars {
+	for _, sc := range scs {
 		switch {
 		case sc.Quit == nil:
-			a.log.Debug("cannot be told to quit", "sidecar", sc.Name)
+			s.log.Debug("cannot be told to quit", "sidecar", sc.Name)
 		case sc.Native:
-			a.log.Info("not telling a native sidecar to quit: the kubelet stops it after the job", "sidecar", sc.Name)
+			s.log.Info("not telling a native sidecar to quit: the kubelet stops it after the job", "sidecar", sc.Name)
 		default:
 			out = append(out, sc)
 		}
@@ -56,11 +74,11 @@ func (a *app) quitTargets() []sidecar.Sidecar {
 // quitAll sends every quit call at once, each bounded by the quit timeout, so that one slow
 // sidecar never delays another's quit (kvij/scuttle ran them one after another under one shared
 // deadline). It reports whether all succeeded.
-func (a *app) quitAll(targets []sidecar.Sidecar) bool {
+func (s *session) quitAll(ctx context.Context, targets []sidecar.Sidecar) bool {
 	var wg sync.WaitGroup
 	results := make([]bool, len(targets))
 	for i, sc := range targets {
-		wg.Go(func() { results[i] = a.quitOne(sc) })
+		wg.Go(func() { results[i] = s.quitOne(ctx, sc) })
 	}
 	wg.Wait()
 	for _, ok := range results {
@@ -72,18 +90,18 @@ func (a *app) quitAll(targets []sidecar.Sidecar) bool {
 }
 
 // quitOne tells one sidecar to quit and logs the outcome under its name.
-func (a *app) quitOne(sc sidecar.Sidecar) bool {
-	log := a.log.With("sidecar", sc.Name)
-	log.Info("telling the sidecar to quit", "url", sc.Quit.URL)
-	res, err := sidecar.Quit(context.Background(), *sc.Quit, sidecar.QuitOptions{
-		RequestTimeout: a.cfg.QuitRequestTimeout,
-		Timeout:        a.cfg.QuitTimeout,
-		Backoff:        sidecar.Limit(sidecar.Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, a.cfg.QuitRetries),
+func (s *session) quitOne(ctx context.Context, sc sidecar.Sidecar) bool {
+	log := s.log.With("sidecar", sc.Name)
+	log.Info("telling the sidecar to quit", "url", quitURLOf(sc.Quit))
+	res, err := sidecar.Quit(ctx, *sc.Quit, sidecar.QuitOptions{
+		RequestTimeout: s.cfg.QuitRequestTimeout,
+		Timeout:        s.cfg.QuitTimeout,
+		Backoff:        sidecar.Limit(sidecar.Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, s.cfg.QuitRetries),
 		Logger:         log,
 	})
 	switch {
 	case err != nil:
-		log.Warn("sidecar quit failed", "url", sc.Quit.URL, "err", err)
+		log.Warn("sidecar quit failed", "url", quitURLOf(sc.Quit), "err", err)
 		return false
 	case res.Closed:
 		log.Info("sidecar quit: it closed the connection after the request", "url", res.URL, "took", res.Took, "attempts", res.Attempts)
@@ -91,20 +109,4 @@ func (a *app) quitOne(sc sidecar.Sidecar) bool {
 		log.Info("sidecar quit", "url", res.URL, "status", res.StatusCode, "took", res.Took, "attempts", res.Attempts)
 	}
 	return true
-}
-
-// quitOnly is "sidesync quit": 0 when every sidecar took the request, 69 otherwise.
-func (a *app) quitOnly() int {
-	if !a.resolve() {
-		return exitUnavailable
-	}
-	targets := a.quitTargets()
-	if a.cfg.Disabled || len(targets) == 0 {
-		a.log.Info("no sidecar to quit")
-		return 0
-	}
-	if !a.quitAll(targets) {
-		return exitUnavailable
-	}
-	return 0
 }

@@ -9,52 +9,62 @@ import (
 	"github.com/sidesync/sidesync/sidecar"
 )
 
-// resolve finds the pod's sidecars when none is configured, and logs what sidesync will
-// wait for and quit, so that a pod's log says what happened and why. It reports false when
-// --require-sidecar makes finding none fatal: the caller exits 69 without running the command.
-func (a *app) resolve() bool {
-	if a.cfg.Detect && !a.detect() {
-		return false
-	}
-	a.describeSidecars()
-	return true
+// plan is what the resolve phase decided: the sidecars this run handles.
+type plan struct {
+	sidecars []sidecar.Sidecar
+	// detected is set when detection ran: what it found, for the summary ("none found").
+	detected string
+	// missing is set when no sidecar was found and --require-sidecar makes that fatal: the run
+	// stops with 69 without starting the command.
+	missing bool
 }
 
-// detect runs detection and adds what it finds to the configuration. It reports false when
-// nothing was found and --require-sidecar is set.
-func (a *app) detect() bool {
-	r := detect.Detect(context.Background(), detect.Options{
-		PodInfoDir: a.cfg.PodInfoDir, KubeAPI: a.cfg.KubeAPI, ServiceAccountDir: a.cfg.ServiceAccountDir,
-		LookupEnv: a.lookupEnv,
+// resolve is the first phase: the configured sidecars, or those detection finds when none is
+// configured. It logs what sidesync will wait for and quit, so that a pod's log says why.
+func (s *session) resolve(ctx context.Context) plan {
+	p := plan{sidecars: s.cfg.Sidecars}
+	if s.cfg.Detect {
+		p = s.detect(ctx)
+	}
+	s.describeSidecars(p.sidecars)
+	s.signals.await() // a stop signal must stop the wait from its first probe
+	return p
+}
+
+// detect runs detection and logs what it found, or why it found nothing.
+func (s *session) detect(ctx context.Context) plan {
+	r := detect.Detect(ctx, detect.Options{
+		PodInfoDir: s.cfg.PodInfoDir, KubeAPI: s.cfg.KubeAPI, ServiceAccountDir: s.cfg.ServiceAccountDir,
+		LookupEnv: s.lookupEnv,
 	})
+	var p plan
 	for _, f := range r.Found {
-		a.cfg.Sidecars = append(a.cfg.Sidecars, f.Sidecar)
-		a.log.Info("detected sidecar", "sidecar", f.Sidecar.Name, "from", r.Source, "by", f.Why)
+		p.sidecars = append(p.sidecars, f.Sidecar)
+		s.log.Info("detected sidecar", "sidecar", f.Sidecar.Name, "from", r.Source, "by", f.Why)
 		for _, n := range f.Notes {
-			a.log.Warn(n, "sidecar", f.Sidecar.Name)
+			s.log.Warn(n, "sidecar", f.Sidecar.Name)
 		}
 	}
 	if len(r.Found) > 0 {
-		return true
+		p.detected = "detected"
+		return p
 	}
-	a.sum.sidecar = "none found"
+	p.detected = "none found"
 	tried := strings.Join(r.Tried, "; ")
 	switch {
-	case a.cfg.RequireSidecar:
-		// Said at ERROR with the same facts, since the job now fails on it.
-		a.log.Error("no sidecar configured or detected, and --require-sidecar is set: not running the command",
+	case s.cfg.RequireSidecar:
+		p.missing = true
+		s.log.Error("no sidecar configured or detected, and --require-sidecar is set: not running the command",
 			"tried", tried, "fix", fixOr(r.Fix), "exit", exitUnavailable)
-		a.sum.outcome = "no sidecar found (--require-sidecar)"
-		return false
 	case r.Failed != nil:
 		// Could not look is not the same as found nothing: in a default cluster a service account
 		// may not read its pod, and a silent fallback would run the job without its proxy.
-		a.log.Warn("no sidecar configured or detected, but detection could not look: running the command without waiting",
+		s.log.Warn("no sidecar configured or detected, but detection could not look: running the command without waiting",
 			"err", r.Failed, "fix", r.Fix, "tried", tried)
 	default:
-		a.log.Info("no sidecar configured or detected: running the command without waiting", "tried", tried)
+		s.log.Info("no sidecar configured or detected: running the command without waiting", "tried", tried)
 	}
-	return true
+	return p
 }
 
 // fixOr is the fix for a failed detection, or the general advice when detection looked
@@ -68,19 +78,19 @@ func fixOr(fix string) string {
 
 // describeSidecars logs the sidecars sidesync will handle, and says when Kubernetes already does
 // everything sidesync would.
-func (a *app) describeSidecars() {
-	handled := len(a.cfg.Sidecars) > 0
-	for _, sc := range a.cfg.Sidecars {
-		a.log.Debug("sidecar", "sidecar", sc.Name, "ready", urlOf(sc.Ready), "quit", quitURLOf(sc.Quit), "native", sc.Native)
+func (s *session) describeSidecars(scs []sidecar.Sidecar) {
+	handled := len(scs) > 0
+	for _, sc := range scs {
+		s.log.Debug("sidecar", "sidecar", sc.Name, "ready", urlOf(sc.Ready), "quit", quitURLOf(sc.Quit), "native", sc.Native)
 		if sc.Native {
-			a.log.Info("native sidecar: the kubelet stops it after the job, so it will not be told to quit", "sidecar", sc.Name)
+			s.log.Info("native sidecar: the kubelet stops it after the job, so it will not be told to quit", "sidecar", sc.Name)
 		}
 		handled = handled && sc.Native && (sc.StartupProbe || sc.Ready == nil)
 	}
 	if handled {
 		// Said plainly: Kubernetes already orders these sidecars before the job and stops them
 		// after it; what sidesync still adds is exit codes, signals and reaping.
-		a.log.Info("every sidecar is native with a startup probe: Kubernetes already starts the job after them and stops them after it, so sidesync has nothing to wait for or quit")
+		s.log.Info("every sidecar is native with a startup probe: Kubernetes already starts the job after them and stops them after it, so sidesync has nothing to wait for or quit")
 	}
 }
 

@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"syscall"
+	"slices"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/sidesync/sidesync/internal/child"
 	"github.com/sidesync/sidesync/internal/config"
-	"github.com/sidesync/sidesync/internal/emulator"
 	"github.com/sidesync/sidesync/internal/logfmt"
 	"github.com/sidesync/sidesync/internal/redact"
 )
@@ -31,72 +32,68 @@ const (
 var version, commit string
 
 // run is sidesync: it takes the arguments, the environment and the standard files, and returns
-// the exit code. Only main exits.
+// the exit code. Only main exits. The subcommand table (subcommands.go) says what to do; the
+// wrapper's own story is session.wrap (lifecycle.go).
 func run(args []string, lookupEnv func(string) (string, bool), stdin, stdout, stderr *os.File) int {
-	survivePipes()
-	name, rest := subcommand(args)
-	switch name {
-	case "version":
-		if len(rest) > 0 && isHelp(rest[0]) {
-			return help([]string{name}, stdout, stderr)
-		}
-		printVersion(stdout)
-		return 0
-	case "help":
-		return help(rest, stdout, stderr)
-	case "emulate":
-		return emulator.Main(rest, stdout, stderr)
-	case "demo-job":
-		return demoJob(stdout)
+	if _, set := lookupEnv("GOMAXPROCS"); !set {
+		// sidesync waits on I/O and runs a few goroutines: one processor is plenty, and each one
+		// more makes the runtime start threads to run them in parallel, which costs about a
+		// millisecond of start-up on a small VM (measured in BENCHMARKS.md). The command is not
+		// affected: this sets no environment variable.
+		runtime.GOMAXPROCS(1)
 	}
-	cfg, err := config.Parse(config.Mode(name), rest, lookupEnv)
-	if errors.Is(err, config.ErrHelp) {
-		if name == string(config.ModeRun) {
-			printHelp(stdout)
-			return 0
-		}
-		return help([]string{name}, stdout, stderr)
+	// The one root context: a stop signal cancels it, with the signal as its cause.
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	s := &session{stdin: stdin, stdout: stdout, stderr: stderr, lookupEnv: lookupEnv, start: time.Now()}
+	s.signals = listen(stop)
+	s.reaper = child.NewReaper(nil)
+	errOut := ownStderr(stderr)
+	sub, rest := subcommandOf(args)
+	if sub.main != nil {
+		return sub.main(rest, stdout, errOut)
 	}
-	if err != nil {
-		return usageError(stderr, err)
+	cfg, err := config.Parse(sub.mode, rest, lookupEnv)
+	switch {
+	case errors.Is(err, config.ErrHelp):
+		return help([]string{sub.name}, stdout, errOut)
+	case err != nil:
+		return usageError(errOut, err)
 	}
-	start := time.Now()
-	format := cfg.LogFormat
-	if cfg.Mode == config.ModeDemo && format == "text" {
-		format = "timeline"
-	}
-	log := logfmt.New(stderr, format, cfg.LogLevel, start)
+	s.cfg, s.log = cfg, logfmt.New(errOut, cfg.LogFormat, cfg.LogLevel, s.start)
+	s.reaper.SetLogger(s.log)
+	s.signals.configure(s.log, cfg.SignalGroup)
 	for _, n := range cfg.Notes {
-		log.Log(context.Background(), n.Level, n.Msg)
+		s.log.Log(ctx, n.Level, n.Msg)
 	}
-	a := &app{cfg: cfg, log: log, stdin: stdin, stdout: stdout, stderr: stderr, start: start, lookupEnv: lookupEnv}
-	switch cfg.Mode {
-	case config.ModeWait:
-		return a.waitOnly()
-	case config.ModeQuit:
-		return a.quitOnly()
-	case config.ModeDemo:
-		return a.demo()
-	case config.ModeCheck:
-		return a.check()
-	default:
-		return a.run()
-	}
+	return sub.run(s, ctx, outcome{sub: sub})
 }
 
-// subcommand splits off the subcommand; anything else is the wrapper's flags and command.
-func subcommand(args []string) (string, []string) {
-	if len(args) == 0 {
-		return string(config.ModeRun), args
+// ownStderr is where sidesync writes its own messages: a duplicate of stderr. When the reader of
+// stderr goes away, the Go runtime kills a program that writes to descriptor 2 with SIGPIPE, so
+// the next log line would kill sidesync before it quits the sidecar and the pod would never
+// complete (issue 7, fault 2). On a duplicate, the write fails with EPIPE and the line is lost,
+// nothing else; the command still gets the original stderr, with SIGPIPE at its default.
+func ownStderr(stderr *os.File) *os.File {
+	fd, err := unix.FcntlInt(stderr.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return stderr // out of descriptors already: logs share the command's fate
 	}
-	if _, ok := lookupSubcommand(args[0]); ok {
-		return args[0], args[1:]
+	return os.NewFile(uintptr(fd), "stderr")
+}
+
+// subcommandOf finds the subcommand that args start with; anything else is the wrapper's flags
+// and command.
+func subcommandOf(args []string) (subcmd, []string) {
+	table := subcommands()
+	if len(args) > 0 {
+		for _, s := range table {
+			if s.name != "" && (args[0] == s.name || slices.Contains(s.aliases, args[0])) {
+				return s, args[1:]
+			}
+		}
 	}
-	switch args[0] {
-	case "--version", "-version":
-		return "version", nil
-	}
-	return string(config.ModeRun), args
+	return table[0], args
 }
 
 // isHelp reports whether arg asks for help.
@@ -105,7 +102,7 @@ func isHelp(arg string) bool {
 }
 
 // usageError prints every configuration problem and returns exit code 2.
-func usageError(stderr *os.File, err error) int {
+func usageError(stderr io.Writer, err error) int {
 	var ue *config.UsageError
 	if errors.As(err, &ue) {
 		for _, p := range ue.Problems {
@@ -116,16 +113,6 @@ func usageError(stderr *os.File, err error) int {
 	}
 	fmt.Fprintln(stderr, "sidesync: run 'sidesync --help' for usage")
 	return exitUsage
-}
-
-// survivePipes keeps sidesync alive when the reader of its stderr (or stdout) goes away. By
-// default the Go runtime dies of SIGPIPE on a write to a broken pipe on fd 1 or 2, so the next
-// log line would kill sidesync before it quits the sidecar, and the pod would never complete
-// (issue 7, fault 2). With SIGPIPE caught, such a write fails with EPIPE instead, and the log
-// line is lost, nothing else. It is caught, not ignored: an ignored signal stays ignored across
-// exec, and the command must start with SIGPIPE at its default disposition.
-func survivePipes() {
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 // printVersion prints "sidesync VERSION (commit COMMIT, go1.26.8 linux/amd64)".

@@ -12,39 +12,78 @@ import (
 	"github.com/sidesync/sidesync/internal/redact"
 )
 
-// summary collects what happened, for the final log line and the termination message.
-type summary struct {
-	sidecar  string        // ready, not ready, not waited for, disabled
-	waited   time.Duration // time spent waiting
-	probes   int
-	outcome  string        // "command exited 0", "sidecar never became ready", ...
-	ran      time.Duration // time the command ran
-	quit     string        // ok, failed, skipped (...), none configured
-	quitTook time.Duration
+// exitCode is the one mapping from what happened to sidesync's exit code (the table in the
+// README and STYLE.md): the command's own code when it ran, 128+N for a stop signal before it
+// started, 126/127 when it could not start, 69 when a sidecar was not there.
+func exitCode(o outcome) int {
+	switch {
+	case o.plan.missing:
+		return exitUnavailable
+	case o.stop != nil:
+		return 128 + int(o.stop.sig)
+	case o.run.startErr != nil:
+		return startErrorCode(o.run.startErr)
+	case o.run.started:
+		return o.run.status.ExitCode()
+	case o.wait.err != nil && !o.wait.tolerated:
+		return exitUnavailable
+	case o.sub.name == "quit" && o.quit.state == "failed":
+		return exitUnavailable
+	}
+	return 0
 }
 
-// finish logs the one-line summary and appends it to the termination log.
-func (a *app) finish(code int) {
-	s := a.sum
-	a.log.Info("done", "exit", code, "outcome", s.outcome, "sidecar", s.sidecar,
-		"waited", s.waited, "ran", s.ran, "quit", s.quit, "quit_took", s.quitTook, "total", time.Since(a.start))
-	if a.cfg.TerminationLog == "" {
-		return
+// what says in a few words how the run ended, for the summary.
+func what(o outcome) string {
+	switch {
+	case o.plan.missing:
+		return "no sidecar found (--require-sidecar)"
+	case o.stop != nil && o.wait.state == "stopped":
+		return o.stop.Error() + " while waiting"
+	case o.stop != nil:
+		return o.stop.Error() + " before the command started"
+	case o.run.startErr != nil:
+		return o.run.startErr.Error()
+	case o.run.started:
+		return "command " + o.run.status.String()
+	case o.wait.err != nil:
+		return "sidecar never became ready"
 	}
-	if err := writeTerminationLog(a.cfg.TerminationLog, redact.String(s.line(code)), terminationLogBound); err != nil {
-		a.log.Warn("cannot write the termination message", "path", a.cfg.TerminationLog, "err", err)
-	}
+	return "nothing ran"
 }
 
-// line is the summary as one sentence for `kubectl describe pod`.
-func (s summary) line(code int) string {
-	parts := []string{fmt.Sprintf("sidesync: exit %d (%s)", code, s.outcome)}
-	if s.sidecar != "" {
-		parts = append(parts, fmt.Sprintf("sidecar %s after %v", s.sidecar, logfmt.Round(s.waited)))
+// sidecarState is the sidecars' part of the summary: "ready", "not ready", "none found", ...
+func sidecarState(o outcome) string {
+	if o.plan.detected == "none found" {
+		return o.plan.detected
 	}
-	parts = append(parts, fmt.Sprintf("ran %v", logfmt.Round(s.ran)))
-	if s.quit != "" {
-		parts = append(parts, fmt.Sprintf("quit %s in %v", s.quit, logfmt.Round(s.quitTook)))
+	return o.wait.state
+}
+
+// finish logs the one-line summary, appends it to the termination log, and returns the exit
+// code.
+func (s *session) finish(o outcome) int {
+	code := exitCode(o)
+	s.log.Info("done", "exit", code, "outcome", what(o), "sidecar", sidecarState(o), "waited", o.wait.waited,
+		"ran", o.run.ran, "quit", o.quit.state, "quit_took", o.quit.took, "total", time.Since(s.start))
+	if s.cfg.TerminationLog == "" {
+		return code
+	}
+	if err := writeTerminationLog(s.cfg.TerminationLog, redact.String(summaryLine(o, code)), terminationLogBound); err != nil {
+		s.log.Warn("cannot write the termination message", "path", s.cfg.TerminationLog, "err", err)
+	}
+	return code
+}
+
+// summaryLine is the summary as one sentence for `kubectl describe pod`.
+func summaryLine(o outcome, code int) string {
+	parts := []string{fmt.Sprintf("sidesync: exit %d (%s)", code, what(o))}
+	if st := sidecarState(o); st != "" {
+		parts = append(parts, fmt.Sprintf("sidecar %s after %v", st, logfmt.Round(o.wait.waited)))
+	}
+	parts = append(parts, fmt.Sprintf("ran %v", logfmt.Round(o.run.ran)))
+	if o.quit.state != "" {
+		parts = append(parts, fmt.Sprintf("quit %s in %v", o.quit.state, logfmt.Round(o.quit.took)))
 	}
 	return strings.Join(parts, "; ")
 }

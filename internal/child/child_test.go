@@ -81,7 +81,6 @@ func TestLookPath(t *testing.T) {
 
 func TestStartErrors(t *testing.T) {
 	r := NewReaper(nil)
-	defer r.Close()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "plain"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, "badinterp"), []byte("#!/nonexistent/sh -e\necho hi\n"), 0o755)
@@ -140,7 +139,6 @@ func TestStartMissingLoader(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := NewReaper(nil)
-	defer r.Close()
 	_, err = r.Start([]string{prog}, Options{})
 	var se *StartError
 	if !errors.As(err, &se) || se.Code != ExitNotFound || !se.Loader {
@@ -154,7 +152,6 @@ func TestStartMissingLoader(t *testing.T) {
 // TestStartAndReap starts real processes through the Reaper and gets their statuses.
 func TestStartAndReap(t *testing.T) {
 	r := NewReaper(nil)
-	defer r.Close()
 	tests := []struct {
 		script string
 		want   int
@@ -178,7 +175,6 @@ func TestStartAndReap(t *testing.T) {
 // TestSignalForwarding signals a started process, and its group.
 func TestSignalForwarding(t *testing.T) {
 	r := NewReaper(nil)
-	defer r.Close()
 	for _, group := range []bool{false, true} {
 		// "exec sleep" so that the signalled process is the one waited for.
 		p, err := r.Start([]string{"/bin/sh", "-c", "exec sleep 60"}, Options{NewGroup: true})

@@ -3,10 +3,7 @@ package child
 import (
 	"errors"
 	"log/slog"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,34 +13,34 @@ import (
 // process is started through the Reaper, which reaps whatever exits (its own children and, when
 // the process is PID 1 or a child subreaper, orphans re-parented to it) and hands the status of a
 // started command to its Process. Use one Reaper per process.
+//
+// It needs no SIGCHLD: one goroutine, started with the first child, blocks in
+// waitid(WEXITED|WNOWAIT) until a child has exited, which leaves the zombie in place, and then
+// reaps under the lock that Start holds while it forks and registers a child, so a child that
+// exits at once is never reaped before it is known. Catching SIGCHLD would cost a round trip to
+// the runtime's signal-mask thread at start, and two goroutine hops at every exit.
 type Reaper struct {
 	log     *slog.Logger
-	sigs    chan os.Signal
-	stop    chan struct{}
-	stopped chan struct{}
+	started chan struct{} // a child was started: wakes the loop when there were no children
 
 	mu      sync.Mutex // held while starting a process and while reaping, so a fast exit is never missed
 	waiting map[int]*Process
-	orphans int
+	looping bool
 }
 
-// NewReaper starts reaping. log receives a debug line per reaped orphan; nil discards them.
+// NewReaper returns a Reaper. log receives a debug line per reaped orphan; nil discards them.
 func NewReaper(log *slog.Logger) *Reaper {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Reaper{
-		log:     log,
-		sigs:    make(chan os.Signal, 1),
-		stop:    make(chan struct{}),
-		stopped: make(chan struct{}),
-		waiting: make(map[int]*Process),
-	}
-	// SIGCHLD is only a wake-up: several exits may coalesce into one signal, so each wake-up
-	// reaps until nothing is left. It is never forwarded to the command.
-	signal.Notify(r.sigs, syscall.SIGCHLD)
-	go r.loop()
-	return r
+	return &Reaper{log: log, started: make(chan struct{}, 1), waiting: make(map[int]*Process)}
+}
+
+// SetLogger sets where the debug line per reaped orphan goes.
+func (r *Reaper) SetLogger(log *slog.Logger) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log = log
 }
 
 // BecomeSubreaper makes orphaned descendants re-parent to this process instead of to PID 1,
@@ -52,14 +49,33 @@ func BecomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
+// startedChild is called by Start, with the lock held, after each fork: it starts the loop
+// with the first child and wakes it when it found no children.
+func (r *Reaper) startedChild() {
+	if !r.looping {
+		r.looping = true
+		go r.loop()
+	}
+	select {
+	case r.started <- struct{}{}:
+	default:
+	}
+}
+
+// loop waits for exits for as long as the process lives: reaping is needed to its end.
 func (r *Reaper) loop() {
-	defer close(r.stopped)
 	for {
-		select {
-		case <-r.sigs:
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		switch {
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.ECHILD):
+			<-r.started // no child at all: wait for the next Start
+		case err != nil:
+			r.log.Warn("waiting for children failed", "err", err)
+			<-r.started
+		default:
 			r.reap()
-		case <-r.stop:
-			return
 		}
 	}
 }
@@ -83,21 +99,6 @@ func (r *Reaper) reap() {
 			p.finish(st)
 			continue
 		}
-		r.orphans++
 		r.log.Debug("reaped orphan", "pid", pid, "status", st.String())
 	}
-}
-
-// Orphans returns how many processes the Reaper reaped that it had not started.
-func (r *Reaper) Orphans() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.orphans
-}
-
-// Close stops reaping. Processes still running are not waited for.
-func (r *Reaper) Close() {
-	signal.Stop(r.sigs)
-	close(r.stop)
-	<-r.stopped
 }

@@ -78,6 +78,7 @@ func (r *Reaper) Start(argv []string, o Options) (*Process, error) {
 	}
 	p := &Process{Pid: pid, Path: path, pidfd: openPidfd(pid), group: o.NewGroup, tty: tty, done: make(chan Status, 1)}
 	r.waiting[p.Pid] = p
+	r.startedChild()
 	return p, nil
 }
 

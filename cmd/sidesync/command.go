@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sidesync/sidesync/internal/child"
+)
+
+// runOutcome is the result of the run phase.
+type runOutcome struct {
+	started  bool
+	status   child.Status // how the command ended, when started
+	startErr error        // why it could not start (a *child.StartError: 126, 127)
+	ran      time.Duration
+}
+
+// runPhase starts the command, unless a stop signal came first, and supervises it until it
+// ends; signals are forwarded to it meanwhile (see signals).
+func (s *session) runPhase(ctx context.Context) runOutcome {
+	started := time.Now()
+	p, stopped, err := s.signals.startCommand(ctx, func() (*child.Process, error) {
+		return s.reaper.Start(s.cfg.Command, child.Options{Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr, NewGroup: true})
+	})
+	switch {
+	case stopped != nil:
+		s.log.Warn("not starting the command", "signal", child.SignalName(stopped.sig))
+		return runOutcome{}
+	case err != nil:
+		s.logStartError(err)
+		return runOutcome{startErr: err}
+	}
+	s.log.Info("command started", "cmd", s.cfg.Command[0], "pid", p.Pid)
+	st := <-p.Done()
+	r := runOutcome{started: true, status: st, ran: time.Since(started)}
+	s.log.Info("command ended", "status", st.String(), "ran", r.ran, "exit", st.ExitCode())
+	return r
+}
+
+// logStartError says why the command could not start, with a hint when its name is a
+// misspelt subcommand.
+func (s *session) logStartError(err error) {
+	var se *child.StartError
+	errors.As(err, &se)
+	code := startErrorCode(err)
+	if hint := s.notFoundHint(se); hint != "" {
+		s.log.Error("cannot start the command", "err", err, "exit", code, "hint", hint)
+		return
+	}
+	s.log.Error("cannot start the command", "err", err, "exit", code)
+}
+
+// startErrorCode is the exit code for a command that could not start: 127 or 126 as shells
+// say, or 70 when sidesync itself failed.
+func startErrorCode(err error) int {
+	var se *child.StartError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return exitSoftware
+}
+
+// notFoundHint suggests a subcommand when the command that was not found looks like a
+// misspelt one: "sidesync verison" runs a program called verison, which does not exist.
+func (s *session) notFoundHint(se *child.StartError) string {
+	if se == nil || se.Code != child.ExitNotFound || se.Interpreter != "" || se.Loader {
+		return ""
+	}
+	if sub := nearSubcommand(s.cfg.Command[0]); sub != "" {
+		return fmt.Sprintf("did you mean %q? (%q is not a subcommand, so it was run as a program)", "sidesync "+sub, s.cfg.Command[0])
+	}
+	return ""
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sidesync/sidesync/internal/detect"
+	"github.com/sidesync/sidesync/internal/emulator"
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// withoutEmulator lists the profiles that have no emulator of their own, and why. Every other
+// profile must have one.
+func withoutEmulator() map[string]string {
+	return map[string]string{
+		"http": "generic: any HTTP server that answers its URLs is one (its case points it at an emulated Envoy)",
+		"tcp":  "generic: any listening port is one (its case points it at an emulated Envoy)",
+	}
+}
+
+// TestProfilesComplete: a profile of the sidecar table (sidecar/profile.go) is complete only
+// with all of the places that know about it: its documentation (notes, and a row in each of the
+// README's generated tables), its detection row (internal/detect, Signatures), its emulator
+// (internal/emulator, Profiles) unless withoutEmulator says why not, and its end-to-end case
+// (profileCases).
+func TestProfilesComplete(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	profileRows, detectionRows := section(t, string(readme), "profiles"), section(t, string(readme), "detection")
+	cases, exempt := profileCases(), withoutEmulator()
+	names := sidecar.ProfileNames()
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			if d, ok := sidecar.DescribeProfile(name); !ok || d.Notes == "" {
+				t.Errorf("no notes: give the row of %s in sidecar/profile.go its notes", name)
+			}
+			row := "\n| `" + name + "` |"
+			if !strings.Contains(profileRows, row) || !strings.Contains(detectionRows, row) {
+				t.Errorf("README.md lacks a row for %s: run go generate ./sidecar ./internal/detect", name)
+			}
+			if _, ok := detect.LookupSignature(name); !ok {
+				t.Errorf("no detection row: add %s to Signatures in internal/detect/signatures.go (with Undetectable and the reason if nothing reveals it)", name)
+			}
+			_, hasEmulator := emulator.LookupProfile(name)
+			switch why, ok := exempt[name]; {
+			case ok && hasEmulator:
+				t.Errorf("%s has an emulator now, yet withoutEmulator says %q: remove it from there", name, why)
+			case !ok && !hasEmulator:
+				t.Errorf("no emulator: add a %s profile to internal/emulator (Profiles), or say in withoutEmulator why it needs none", name)
+			}
+			if _, ok := cases[name]; !ok {
+				t.Errorf("no end-to-end case: add %s to profileCases in cmd/sidesync/profiles_test.go", name)
+			}
+		})
+	}
+	for name := range cases {
+		if !slices.Contains(names, name) {
+			t.Errorf("profileCases has a case for %s, which is no profile", name)
+		}
+	}
+	for name := range exempt {
+		if !slices.Contains(names, name) {
+			t.Errorf("withoutEmulator names %s, which is no profile", name)
+		}
+	}
+}
+
+// section is the part of the README between the markers of a generated table.
+func section(t *testing.T, readme, name string) string {
+	t.Helper()
+	_, rest, ok1 := strings.Cut(readme, "<!-- "+name+":begin -->")
+	s, _, ok2 := strings.Cut(rest, "<!-- "+name+":end -->")
+	if !ok1 || !ok2 {
+		t.Fatalf("README.md lacks the markers of its generated %s table", name)
+	}
+	return s
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/sidesync/sidesync/internal/child"
+)
+
+// forwarded are the signals passed on to the command: an explicit list, so that the Go
+// runtime's own SIGURG (preemption) and SIGCHLD never reach it (scuttle issue 44, kvij/scuttle
+// issue 110, kubexit).
+var forwarded = []os.Signal{
+	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
+}
+
+// stopsRun reports whether sig, arriving before the command started, ends sidesync: the signals
+// whose default action is to terminate a process and that supervisors use to stop one. SIGUSR1,
+// SIGUSR2 and SIGWINCH are usually requests (reopen logs, resize) and are ignored then.
+func stopsRun(sig syscall.Signal) bool {
+	switch sig {
+	case syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT:
+		return true
+	}
+	return false
+}
+
+// signalError is the cause of a run cut short by a signal before the command started.
+type signalError struct{ sig syscall.Signal }
+
+func (e *signalError) Error() string { return "received " + child.SignalName(e.sig) }
+
+// signals is the one owner of signal delivery, from the start of the process to its end: one
+// signal.Notify, one goroutine. Before the command starts, a stop signal cancels the run's
+// context (with a *signalError as its cause): the wait stops, the command never starts, the
+// sidecars are still told to quit. Once the command has started, every forwarded signal goes to
+// it. The hand-over between the two happens under one lock (startCommand), so no signal falls
+// between them (issue 7, fault 1). SIGCHLD is not needed (the reaper waits with waitid), nor
+// SIGPIPE (sidesync's own messages go to a duplicate of stderr, on which a broken pipe is a
+// write error, not a signal: see ownStderr).
+type signals struct {
+	ch    chan os.Signal
+	ready chan struct{} // closed once signals are caught
+
+	mu     sync.Mutex
+	log    *slog.Logger
+	group  bool // forward to the command's whole process group
+	stop   context.CancelCauseFunc
+	target *child.Process // the command, once started
+}
+
+// listen starts catching the forwarded signals for a run whose context stop cancels. Until
+// configure, nothing is logged. signal.Notify costs a round trip to the runtime's signal-mask
+// thread per signal (about 0.2 ms each on a small VM), so it runs alongside the parsing of the
+// configuration and the resolve phase; await is called before the wait and the start.
+func listen(stop context.CancelCauseFunc) *signals {
+	s := &signals{ch: make(chan os.Signal, 16), stop: stop, log: slog.New(slog.DiscardHandler), ready: make(chan struct{})}
+	go func() {
+		signal.Notify(s.ch, forwarded...)
+		close(s.ready)
+		s.loop()
+	}()
+	return s
+}
+
+// await waits until signals are caught.
+func (s *signals) await() { <-s.ready }
+
+// configure sets what the configuration decides: the log, and whether to forward to the
+// command's whole process group.
+func (s *signals) configure(log *slog.Logger, group bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log, s.group = log, group
+}
+
+// loop runs until the process exits: stopping signal delivery before exit would only cost time.
+func (s *signals) loop() {
+	for sig := range s.ch {
+		s.deliver(sig.(syscall.Signal))
+	}
+}
+
+// deliver acts on one signal: forward it to the command, stop the run, or ignore it.
+func (s *signals) deliver(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.target != nil:
+		s.log.Info("forwarding signal", "signal", child.SignalName(sig), "group", s.group)
+		if err := s.target.Signal(sig, s.group); err != nil {
+			s.log.Debug("signal not delivered", "signal", child.SignalName(sig), "err", err)
+		}
+	case stopsRun(sig):
+		s.stop(&signalError{sig}) // the first cause is kept; later ones change nothing
+	default:
+		s.log.Info("ignoring signal: the command has not started", "signal", child.SignalName(sig))
+	}
+}
+
+// startCommand starts the command with start unless a stop signal came first, and from then on
+// forwards every signal to it. It reports the signal that stopped the run instead, if any.
+func (s *signals) startCommand(ctx context.Context, start func() (*child.Process, error)) (*child.Process, *signalError, error) {
+	s.await()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se, ok := context.Cause(ctx).(*signalError); ok {
+		return nil, se, nil
+	}
+	p, err := start()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.target = p
+	return p, nil, nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/sidesync/sidesync/internal/config"
+)
+
+// subcmd is one of sidesync's subcommands. The table (subcommands) drives dispatch, help, the
+// "did you mean" suggestions, and which configuration each accepts.
+type subcmd struct {
+	name    string // "" for the wrapper itself: sidesync [flags] -- CMD
+	aliases []string
+	args    string // what follows the name in the usage line
+	summary string // one line, for the overview
+	about   string // a paragraph, for "sidesync NAME --help"
+	exits   string // the exit codes it returns
+	// mode is the configuration it takes (config.Parse); the wrapper's needs a command.
+	mode config.Mode
+	// run runs it with a validated configuration, the run's root context and an outcome that
+	// names it; main runs the subcommands that take no configuration instead.
+	run  func(*session, context.Context, outcome) int
+	main func(args []string, stdout, stderr io.Writer) int
+}
+
+// lookupSubcommand returns the subcommand called name.
+func lookupSubcommand(name string) (subcmd, bool) {
+	for _, s := range subcommands() {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return subcmd{}, false
+}
+
+// subcommands is the table; the wrapper comes first. It is a function, not a variable, because
+// the runners refer back to it (suggestions), which a package variable's initialiser may not.
+func subcommands() []subcmd {
+	return []subcmd{
+		{mode: config.ModeRun, run: (*session).wrap},
+		{name: "wait", args: "[flags]", summary: "only wait until the sidecars are ready", mode: config.ModeWait, run: (*session).waitOnly,
+			about: "Waits until every configured or detected sidecar is ready, then exits; run it as the first step\n" +
+				"of a shell script, or in an init step, when wrapping the command is not possible.",
+			exits: "  0        every sidecar is ready (or --on-timeout start-anyway)\n" +
+				"  69       a sidecar never became ready, or none was found with --require-sidecar\n" +
+				"  128+S    stopped by signal S (TERM, INT, HUP or QUIT)\n" +
+				"  2        bad flags or environment"},
+		{name: "quit", args: "[flags]", summary: "only tell the sidecars to quit", mode: config.ModeQuit, run: (*session).quitOnly,
+			about: "Tells every configured or detected sidecar to quit (native sidecars excepted), all at once,\n" +
+				"each request bounded and retried; run it as the last step of a shell script.",
+			exits: "  0        every sidecar took the request (or there was none to quit)\n" +
+				"  69       a sidecar did not take it, or none was found with --require-sidecar\n" +
+				"  2        bad flags or environment"},
+		{name: "check", args: "[flags]", summary: "probe each sidecar once and print a table", mode: config.ModeCheck, run: (*session).check,
+			about: "Probes each configured or detected sidecar once and prints a table on stdout: sidecar, ready\n" +
+				"URL, state, quit URL, native. Handy in kubectl exec. Nothing is told to quit.",
+			exits: "  0        every sidecar is ready (or there is none)\n" +
+				"  69       a sidecar is not ready, or none was found with --require-sidecar\n" +
+				"  2        bad flags or environment"},
+		{name: "version", aliases: []string{"--version", "-version"}, summary: "print the version and commit", main: versionMain,
+			about: "Prints sidesync's version, the commit it was built from, and the Go version.", exits: "  0"},
+		{name: "help", args: "[SUBCOMMAND]", summary: "print this help, or a subcommand's", main: help,
+			about: "Prints the help, or a subcommand's usage and exit codes.", exits: "  0, or 2 for an unknown subcommand"},
+	}
+}
+
+// versionMain is "sidesync version".
+func versionMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		return help([]string{"version"}, stdout, stderr)
+	}
+	printVersion(stdout)
+	return 0
+}
