@@ -20,9 +20,14 @@ type runOutcome struct {
 // runPhase starts the command, unless a stop signal came first, and supervises it until it
 // ends; signals are forwarded to it meanwhile (see signals).
 func (s *session) runPhase(ctx context.Context) runOutcome {
+	argv, err := s.command()
+	if err != nil {
+		s.logStartError(err)
+		return runOutcome{startErr: err}
+	}
 	started := time.Now()
 	p, stopped, err := s.signals.startCommand(ctx, func() (*child.Process, error) {
-		return s.reaper.Start(s.cfg.Command, child.Options{Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr, NewGroup: true})
+		return s.reaper.Start(argv, child.Options{Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr, NewGroup: true})
 	})
 	switch {
 	case stopped != nil:
@@ -32,7 +37,7 @@ func (s *session) runPhase(ctx context.Context) runOutcome {
 		s.logStartError(err)
 		return runOutcome{startErr: err}
 	}
-	s.log.Info("command started", "cmd", s.cfg.Command[0], "pid", p.Pid)
+	s.log.Info("command started", "cmd", argv[0], "pid", p.Pid)
 	st := <-p.Done()
 	r := runOutcome{started: true, status: st, ran: time.Since(started)}
 	s.log.Info("command ended", "status", st.String(), "ran", r.ran, "exit", st.ExitCode())
@@ -53,11 +58,15 @@ func (s *session) logStartError(err error) {
 }
 
 // startErrorCode is the exit code for a command that could not start: 127 or 126 as shells
-// say, or 70 when sidesync itself failed.
+// say (127 too when no platform command fits this platform), or 70 when sidesync itself failed.
 func startErrorCode(err error) int {
 	var se *child.StartError
-	if errors.As(err, &se) {
+	var np *noPlatformError
+	switch {
+	case errors.As(err, &se):
 		return se.Code
+	case errors.As(err, &np):
+		return child.ExitNotFound
 	}
 	return exitSoftware
 }
@@ -65,8 +74,8 @@ func startErrorCode(err error) int {
 // notFoundHint suggests a subcommand when the command that was not found looks like a
 // misspelt one: "sidesync verison" runs a program called verison, which does not exist.
 func (s *session) notFoundHint(se *child.StartError) string {
-	if se == nil || se.Code != child.ExitNotFound || se.Interpreter != "" || se.Loader {
-		return ""
+	if se == nil || se.Code != child.ExitNotFound || se.Interpreter != "" || se.Loader || len(s.cfg.Command) == 0 {
+		return "" // a platform command was not typed after sidesync: no misspelt subcommand
 	}
 	if sub := nearSubcommand(s.cfg.Command[0]); sub != "" {
 		return fmt.Sprintf("did you mean %q? (%q is not a subcommand, so it was run as a program)", "sidesync "+sub, s.cfg.Command[0])

@@ -34,8 +34,9 @@ type outcome struct {
 }
 
 // wrap is sidesync's main job, the story of one run: find the sidecars, wait until they are
-// ready, run the command, tell the sidecars to quit, and exit with the command's code. A stop
-// signal cancels ctx; the quit phase runs on regardless, so that the pod can complete.
+// ready, run the command, tell the sidecars to quit (unless the kubelet restarts this container
+// in place after this exit), and exit with the command's code. A stop signal cancels ctx; the
+// quit phase runs on regardless, so that the pod can complete.
 func (s *session) wrap(ctx context.Context, o outcome) int {
 	s.becomeReaper()
 	o.plan = s.resolve(ctx)
@@ -46,7 +47,7 @@ func (s *session) wrap(ctx context.Context, o outcome) int {
 		}
 	}
 	o.stop = stopSignal(ctx)
-	o.quit = s.quitPhase(context.WithoutCancel(ctx), o.plan, quitWanted(s.cfg.QuitPolicy, o))
+	o.quit = s.quitPhase(context.WithoutCancel(ctx), o.plan, quitWanted(s.cfg.QuitPolicy, s.restartRulesFor(o.plan), o))
 	return s.finish(o)
 }
 
@@ -60,10 +61,11 @@ func (s *session) waitOnly(ctx context.Context, o outcome) int {
 	return exitCode(o)
 }
 
-// quitOnly is "sidesync quit": find the sidecars and tell them to quit, whatever --quit says.
+// quitOnly is "sidesync quit": find the sidecars and tell them to quit, whatever --quit and the
+// restart rules say.
 func (s *session) quitOnly(ctx context.Context, o outcome) int {
 	o.plan = s.resolve(ctx)
-	o.quit = s.quitPhase(context.WithoutCancel(ctx), o.plan, true)
+	o.quit = s.quitPhase(context.WithoutCancel(ctx), o.plan, quitSkip{})
 	return exitCode(o)
 }
 
@@ -78,6 +80,15 @@ func (s *session) becomeReaper() {
 			s.log.Warn("cannot become a child subreaper; orphans will not be reaped here", "err", err)
 		}
 	}
+}
+
+// restartRulesFor is what says whether the kubelet restarts this container in place: the settings
+// (--restart-policy, --restart-rules) when given, else what detection read from the pod.
+func (s *session) restartRulesFor(p plan) restartRules {
+	if s.cfg.Restart.Known() {
+		return restartRules{s.cfg.Restart, "--restart-policy, --restart-rules or their variables"}
+	}
+	return restartRules{p.restart, p.restartFrom}
 }
 
 // stopSignal is the stop signal that cancelled ctx, if any.

@@ -2,47 +2,70 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/sidesync/sidesync/internal/config"
+	"github.com/sidesync/sidesync/internal/restart"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
 // quitOutcome is the result of the quit phase.
 type quitOutcome struct {
 	// state is "ok", "failed", or why nothing was sent: "none to quit", "skipped (never)",
-	// "skipped (on-success)"; "" when the phase did not run.
+	// "skipped (on-success)", "skipped (restart)"; "" when the phase did not run.
 	state string
 	took  time.Duration
 }
 
-// quitWanted applies the quit policy to what happened: on-success quits only after the command
-// exited 0.
-func quitWanted(policy config.QuitPolicy, o outcome) bool {
-	switch policy {
-	case config.QuitNever:
-		return false
-	case config.QuitOnSuccess:
-		return o.run.started && o.run.status.Signal == 0 && o.run.status.Code == 0
-	}
-	return true
+// quitSkip is why the quit phase sends nothing; the zero value sends.
+type quitSkip struct {
+	state string // the summary's quit field: "skipped (never)", ...
+	msg   string // the one log line that says why
+	attrs []any
 }
 
-// quitPhase tells the sidecars to quit when wanted. Failures are logged and never change the
-// exit code of the wrapper. ctx does not end with a stop signal: the quit is what lets the pod
-// complete, so it runs whatever happened before; each call is bounded by the quit timeout.
-func (s *session) quitPhase(ctx context.Context, p plan, wanted bool) quitOutcome {
+// restartRules is what says whether the kubelet restarts this container in place after it
+// exits, and where it comes from for the log.
+type restartRules struct {
+	spec restart.Spec
+	from string
+}
+
+// quitWanted applies the quit policy and the container's restart rules to what happened.
+// on-success quits only after the command exited 0. A container that the kubelet restarts in
+// place after this exit keeps its sidecars, whatever the policy: the command is about to run
+// again, and would run without its proxy (kubernetes-delivery.md 1.2; scuttle's
+// NEVER_KILL_ISTIO_ON_FAILURE did this by hand for OnFailure). The exit code is the one this
+// container exits with, as the kubelet sees it (a signal death is 128+S).
+func quitWanted(policy config.QuitPolicy, rr restartRules, o outcome) quitSkip {
+	switch {
+	case policy == config.QuitNever:
+		return quitSkip{"skipped (never)", "not telling the sidecars to quit", []any{"policy", policy}}
+	case policy == config.QuitOnSuccess && !(o.run.started && o.run.status.Signal == 0 && o.run.status.Code == 0):
+		return quitSkip{"skipped (on-success)", "not telling the sidecars to quit: the command did not succeed", []any{"policy", policy}}
+	}
+	code := exitCode(o)
+	if restarts, why := rr.spec.Restarts(code); restarts {
+		msg := fmt.Sprintf("not telling the sidecars to quit: the kubelet restarts this container in place after exit %d (%s)", code, why)
+		return quitSkip{"skipped (restart)", msg, []any{"from", rr.from}}
+	}
+	return quitSkip{}
+}
+
+// quitPhase tells the sidecars to quit unless skip says why not. Failures are logged and never
+// change the exit code of the wrapper. ctx does not end with a stop signal: the quit is what
+// lets the pod complete, so it runs whatever happened before; each call is bounded by the quit
+// timeout.
+func (s *session) quitPhase(ctx context.Context, p plan, skip quitSkip) quitOutcome {
 	targets := s.quitTargets(p.sidecars)
 	switch {
 	case s.cfg.Disabled || len(targets) == 0:
 		return quitOutcome{state: "none to quit"}
-	case !wanted && s.cfg.QuitPolicy == config.QuitNever:
-		s.log.Info("not telling the sidecars to quit", "policy", s.cfg.QuitPolicy)
-		return quitOutcome{state: "skipped (never)"}
-	case !wanted:
-		s.log.Info("not telling the sidecars to quit: the command did not succeed", "policy", s.cfg.QuitPolicy)
-		return quitOutcome{state: "skipped (on-success)"}
+	case skip.state != "":
+		s.log.Info(skip.msg, skip.attrs...)
+		return quitOutcome{state: skip.state}
 	}
 	started := time.Now()
 	q := quitOutcome{state: "ok"}

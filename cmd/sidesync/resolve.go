@@ -6,6 +6,7 @@ import (
 
 	"github.com/sidesync/sidesync/internal/detect"
 	"github.com/sidesync/sidesync/internal/redact"
+	"github.com/sidesync/sidesync/internal/restart"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -17,6 +18,10 @@ type plan struct {
 	// missing is set when no sidecar was found and --require-sidecar makes that fatal: the run
 	// stops with 69 without starting the command.
 	missing bool
+	// restart is what detection read from the pod about restarting this container, and from
+	// what; used only when no setting says it.
+	restart     restart.Spec
+	restartFrom string
 }
 
 // resolve is the first phase: the configured sidecars, or those detection finds when none is
@@ -37,7 +42,10 @@ func (s *session) detect(ctx context.Context) plan {
 		PodInfoDir: s.cfg.PodInfoDir, KubeAPI: s.cfg.KubeAPI, ServiceAccountDir: s.cfg.ServiceAccountDir,
 		LookupEnv: s.lookupEnv,
 	})
-	var p plan
+	p := s.restartFromPod(r)
+	for _, w := range r.Warnings {
+		s.log.Warn(w)
+	}
 	for _, f := range r.Found {
 		p.sidecars = append(p.sidecars, f.Sidecar)
 		s.log.Info("detected sidecar", "sidecar", f.Sidecar.Name, "from", r.Source, "by", f.Why)
@@ -63,6 +71,20 @@ func (s *session) detect(ctx context.Context) plan {
 			"err", r.Failed, "fix", r.Fix, "tried", tried)
 	default:
 		s.log.Info("no sidecar configured or detected: running the command without waiting", "tried", tried)
+	}
+	return p
+}
+
+// restartFromPod starts the plan with what detection read from the pod about restarting this
+// container, and says it when no setting does.
+func (s *session) restartFromPod(r detect.Result) plan {
+	p := plan{restart: r.Restart, restartFrom: r.RestartFrom}
+	switch {
+	case s.cfg.Restart.Known():
+	case r.RestartNote != "":
+		s.log.Info(r.RestartNote, "fix", "set SIDESYNC_CONTAINER to this container's name, or SIDESYNC_RESTART_POLICY and SIDESYNC_RESTART_RULES")
+	case r.Restart.Known():
+		s.log.Debug("restart rules read from the pod", "from", r.RestartFrom, "policy", r.Restart.Policy, "rules", len(r.Restart.Rules))
 	}
 	return p
 }

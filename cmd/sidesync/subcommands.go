@@ -58,6 +58,15 @@ func subcommands() []subcmd {
 			exits: "  0        every sidecar is ready (or there is none)\n" +
 				"  69       a sidecar is not ready, or none was found with --require-sidecar\n" +
 				"  2        bad flags or environment"},
+		{name: "install", args: "DIR", summary: "copy this binary into DIR, for an init container", main: installMain,
+			about: "Copies the running sidesync binary to DIR/sidesync, mode 0555, atomically: it writes\n" +
+				"DIR/.sidesync.tmp-PID, syncs it and renames it over any earlier copy. It needs no shell and\n" +
+				"writes nothing outside DIR, so it runs in the scratch image, on a read-only root filesystem,\n" +
+				"as any user who may write DIR. DIR is the volume that the init container shares with the\n" +
+				"wrapped containers (an emptyDir); it must exist, install never creates it. Logs one line.",
+			exits: "  0        installed\n" +
+				"  73       DIR does not exist or is not a directory, or the copy failed (EX_CANTCREAT)\n" +
+				"  2        not exactly one argument"},
 		{name: "version", aliases: []string{"--version", "-version"}, summary: "print the version and commit", main: versionMain,
 			about: "Prints sidesync's version, the commit it was built from, and the Go version.", exits: "  0"},
 		{name: "help", args: "[SUBCOMMAND]", summary: "print this help, or a subcommand's", main: help,

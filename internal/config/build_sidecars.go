@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -90,4 +91,39 @@ func uniqueNames(scs []sidecar.Sidecar) {
 			scs[i].Name += "-" + strconv.Itoa(n)
 		}
 	}
+}
+
+// ParsedSidecar is one sidecar of a list in the syntax of --sidecar, and the profile it was built
+// from (its Name may differ, with name=).
+type ParsedSidecar struct {
+	Profile string
+	Sidecar sidecar.Sidecar
+}
+
+// ParseSidecars builds the sidecars of a list in the syntax of --sidecar and SIDESYNC_SIDECARS,
+// as the pod annotation sidesync.io/sidecars carries it ("istio,cloudsql:ready-port=9190,
+// quit-port=9191"); lookupEnv supplies DAPR_API_TOKEN. Unlike the flag, which fails as a whole,
+// it returns every entry that is valid, and joins the problems of the others in err: a pod that
+// is already running is better served by the sidecars that can be read. A quit URL outside
+// loopback is a problem, as it is without --allow-remote-quit.
+func ParseSidecars(value string, lookupEnv func(string) (string, bool)) ([]ParsedSidecar, error) {
+	pieces, problems := splitSpecs(value)
+	var out []ParsedSidecar
+	for _, piece := range pieces {
+		sp, err := parseSpec(piece)
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		sc, err := sp.sidecar(lookupEnv)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Errorf("%s: %w", sp.profile, err))
+		case sc.Quit != nil && !IsLoopback(sc.Quit.URL):
+			problems = append(problems, fmt.Errorf("%s: quit URL %s is not on a loopback address", sp.profile, sc.Quit.URL))
+		default:
+			out = append(out, ParsedSidecar{Profile: sp.profile, Sidecar: sc})
+		}
+	}
+	return out, errors.Join(problems...)
 }

@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sidesync/sidesync/internal/restart"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -79,6 +80,9 @@ const (
 type Config struct {
 	Mode    Mode
 	Command []string // the command and its arguments (ModeRun)
+	// PlatformCommands maps "os/arch[/variant]" to the command to run when none follows "--"
+	// (an image whose entrypoint differs by platform; `kubectl sidesync inject` writes it).
+	PlatformCommands map[string][]string
 
 	Disabled bool              // touch no sidecar at all: just run the command
 	Wait     bool              // wait for readiness before starting the command
@@ -109,6 +113,10 @@ type Config struct {
 	QuitTimeout        time.Duration // limit of the whole quit phase
 	QuitRequestTimeout time.Duration // limit of one quit request
 	QuitRetries        int           // retries of a failed quit request
+	// Restart says whether the kubelet restarts this container in place after it exits: its
+	// effective restartPolicy and its restartPolicyRules. Unknown (the zero value) assumes no
+	// restart; detection may then read them from the pod.
+	Restart restart.Spec
 
 	SignalGroup    bool   // forward signals to the command's process group
 	Subreaper      bool   // become a child subreaper when not PID 1
@@ -138,6 +146,7 @@ func defaultConfig() *Config {
 		QuitTimeout:        sidecar.DefaultQuitTimeout,
 		QuitRequestTimeout: sidecar.DefaultQuitRequestTimeout,
 		QuitRetries:        sidecar.DefaultQuitRetries,
+		Restart:            restart.Spec{Policy: restart.Unknown}, // no restart assumed; detection may read it
 		LogFormat:          "text",
 		LogLevel:           slog.LevelInfo,
 		TerminationLog:     DefaultTerminationLog,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/internal/restart"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -33,6 +34,8 @@ var everyFlag = []flagRun{
 		"--quit", "never", "--quit-timeout", "30s", "--quit-request-timeout", "7s", "--quit-retries", "1",
 		"--signal-group", "--subreaper", "--log-format", "json", "--log-level", "debug",
 		"--pod-info", "/podinfo", "--kube-api=false", "--service-account-dir", "/sa", "--termination-log=",
+		"--restart-policy", "OnFailure", "--restart-rules", `[{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]`,
+		"--platform-commands", `{"linux/amd64": ["/app", "-v"], "linux/arm64/v8": ["/app-arm64"]}`,
 	}, func(c *Config) {
 		istio, _ := sidecar.Profile("istio")
 		sidecars(sidecar.Sidecar{
@@ -46,6 +49,9 @@ var everyFlag = []flagRun{
 		c.QuitPolicy, c.QuitTimeout, c.QuitRequestTimeout, c.QuitRetries = QuitNever, 30*time.Second, 7*time.Second, 1
 		c.SignalGroup, c.Subreaper, c.LogFormat, c.LogLevel = true, true, "json", slog.LevelDebug
 		c.PodInfoDir, c.KubeAPI, c.ServiceAccountDir, c.TerminationLog = "/podinfo", false, "/sa", ""
+		c.Restart = restart.Spec{Policy: restart.OnFailure, Rules: []restart.Rule{{Action: restart.ActionRestart,
+			ExitCodes: &restart.ExitCodes{Operator: restart.OpIn, Values: []int32{42}}}}}
+		c.PlatformCommands = map[string][]string{"linux/amd64": {"/app", "-v"}, "linux/arm64/v8": {"/app-arm64"}}
 	}},
 	{"--ready-url", []string{"--ready-url", "http://127.0.0.1:15021/healthz/ready"}, sidecars(sidecar.Sidecar{
 		Name: "sidecar", Ready: &sidecar.Check{Kind: sidecar.HTTPStatus, URL: "http://127.0.0.1:15021/healthz/ready"},

@@ -39,6 +39,7 @@ const (
 	flagLogLevel     = "log-level"
 	flagAllowRemote  = "allow-remote-quit"
 	flagProbeTimeout = "probe-timeout"
+	flagPlatformCmds = "platform-commands"
 )
 
 // newFlagSet defines every flag, bound to its field of cfg (or of in), whose value when called
@@ -65,6 +66,8 @@ func newFlagSet(cfg *Config, in *inputs) *flag.FlagSet {
 	fs.Var(durationValue{&cfg.QuitTimeout}, flagQuitTimeout, "limit of the whole quit phase, retries included")
 	fs.Var(durationValue{&cfg.QuitRequestTimeout}, flagQuitReqTime, "limit of one quit request")
 	fs.Var(countValue{&cfg.QuitRetries}, "quit-retries", "retries of a quit request that failed")
+	fs.Var(restartPolicyValue{&cfg.Restart.Policy}, "restart-policy", "this container's restart `policy` (its restartPolicy, else the pod's): Never, OnFailure or Always; empty: unknown, and no restart is assumed. When the kubelet restarts the container in place after the command's exit, the sidecars are not told to quit")
+	fs.Var(restartRulesValue{&cfg.Restart.Rules}, "restart-rules", "this container's restartPolicyRules as `JSON` (Kubernetes 1.35+), e.g. [{\"action\":\"Restart\",\"exitCodes\":{\"operator\":\"In\",\"values\":[42]}}]; an exit that they restart does not quit the sidecars")
 	fs.Var(boolValue{&in.allowRemoteQuit}, flagAllowRemote, "allow quit URLs on hosts other than localhost and 127.0.0.0/8 or ::1")
 	fs.Var(boolValue{&cfg.SignalGroup}, "signal-group", "forward signals to the command's whole process group, not just the command")
 	fs.Var(boolValue{&cfg.Subreaper}, "subreaper", "reap orphaned processes even when not PID 1 (become a child subreaper)")
@@ -73,6 +76,7 @@ func newFlagSet(cfg *Config, in *inputs) *flag.FlagSet {
 	fs.Var(stringValue{&cfg.PodInfoDir}, "pod-info", "`directory` of a downward-API volume with the pod's annotations and labels files, for detection")
 	fs.Var(boolValue{&cfg.KubeAPI}, "kube-api", "detect sidecars and native sidecars from the pod in the Kubernetes API when the service account may read it")
 	fs.Var(stringValue{&cfg.ServiceAccountDir}, "service-account-dir", "`directory` with the service account's token, ca.crt and namespace")
+	fs.Var(platformCommandsValue{&cfg.PlatformCommands}, flagPlatformCmds, "a `JSON` object from os/arch[/variant] to the command to run when none follows --, e.g. {\"linux/amd64\":[\"/app\"],\"linux/arm64\":[\"/app-arm64\"]}; no entry for this platform exits 127")
 	fs.Var(stringValue{&cfg.TerminationLog}, "termination-log", "append the summary to this `file` if it exists (Kubernetes' termination message; empty: never)")
 	return fs
 }

@@ -121,12 +121,15 @@ func (p *parser) checkRequireSidecar(cfg *Config) {
 	}
 }
 
-// checkMode checks what depends on the subcommand.
+// checkMode checks what depends on the subcommand. The wrapper needs a command, after "--" or
+// in --platform-commands; a command after "--" wins over the platform commands.
 func (p *parser) checkMode(cfg *Config) {
 	switch {
-	case cfg.Mode == ModeRun && len(cfg.Command) == 0:
+	case cfg.Mode == ModeRun && len(cfg.Command) == 0 && cfg.PlatformCommands == nil:
 		p.problem(fmt.Errorf("no command given: use sidesync [flags] -- CMD [ARGS...] (see sidesync --help)"))
 	case cfg.Mode != ModeRun && len(cfg.Command) > 0:
 		p.problem(fmt.Errorf("unexpected arguments for sidesync %s: %q", cfg.Mode, cfg.Command))
+	case cfg.Mode == ModeRun && len(cfg.Command) > 0 && cfg.PlatformCommands != nil:
+		p.note(slog.LevelDebug, "%s is ignored: a command follows --", p.sourceOr(flagPlatformCmds))
 	}
 }

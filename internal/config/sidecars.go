@@ -44,39 +44,63 @@ func (v specValue) Set(s string) error {
 	return nil
 }
 
-// parseSpecs splits a --sidecar value into specs; see specValue.
+// parseSpecs splits a --sidecar value into specs; see specValue. The first problem fails it.
 func parseSpecs(s string) ([]spec, error) {
-	var specs []spec
+	pieces, errs := splitSpecs(s)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	specs := make([]spec, 0, len(pieces))
+	for _, piece := range pieces {
+		sp, err := parseSpec(piece)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, sp)
+	}
+	return specs, nil
+}
+
+// splitSpecs cuts a list into one piece per sidecar: "istio,cloudsql:ready-port=1,quit-port=2"
+// is "istio" and "cloudsql:ready-port=1,quit-port=2". A comma segment that starts with KEY=
+// continues the previous piece; one before any piece is a problem, and is left out.
+func splitSpecs(s string) (pieces []string, problems []error) {
 	for seg := range strings.SplitSeq(s, ",") {
 		if seg = strings.TrimSpace(seg); seg == "" {
 			continue
 		}
 		eq, colon := strings.Index(seg, "="), strings.Index(seg, ":")
-		if eq >= 0 && (colon < 0 || eq < colon) {
-			if len(specs) == 0 {
-				return nil, fmt.Errorf("%q: a setting before any sidecar name", maskUserinfo(seg))
-			}
-			last := &specs[len(specs)-1]
-			k, v, _ := strings.Cut(seg, "=")
-			last.params = append(last.params, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
+		switch {
+		case eq < 0 || colon >= 0 && colon < eq:
+			pieces = append(pieces, seg)
+		case len(pieces) == 0:
+			problems = append(problems, fmt.Errorf("%q: a setting before any sidecar name", maskUserinfo(seg)))
+		default:
+			pieces[len(pieces)-1] += "," + seg
+		}
+	}
+	return pieces, problems
+}
+
+// parseSpec reads one piece of a list: PROFILE[:KEY=VALUE[,KEY=VALUE...]].
+func parseSpec(piece string) (spec, error) {
+	name, rest, _ := strings.Cut(piece, ":")
+	name = strings.ToLower(strings.TrimSpace(name))
+	if !sidecar.IsProfile(name) {
+		return spec{}, fmt.Errorf("unknown sidecar %q (known: %s)", name, strings.Join(sidecar.ProfileNames(), ", "))
+	}
+	sp := spec{profile: name}
+	for kv := range strings.SplitSeq(rest, ",") {
+		if kv == "" {
 			continue
 		}
-		name, rest, _ := strings.Cut(seg, ":")
-		name = strings.ToLower(strings.TrimSpace(name))
-		if !sidecar.IsProfile(name) {
-			return nil, fmt.Errorf("unknown sidecar %q (known: %s)", name, strings.Join(sidecar.ProfileNames(), ", "))
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return spec{}, fmt.Errorf("%q: settings are KEY=VALUE", maskUserinfo(kv))
 		}
-		sp := spec{profile: name}
-		if rest != "" {
-			k, v, ok := strings.Cut(rest, "=")
-			if !ok {
-				return nil, fmt.Errorf("%q: settings are KEY=VALUE", maskUserinfo(rest))
-			}
-			sp.params = append(sp.params, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
-		}
-		specs = append(specs, sp)
+		sp.params = append(sp.params, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
 	}
-	return specs, nil
+	return sp, nil
 }
 
 // specKeys documents the overrides a spec accepts.

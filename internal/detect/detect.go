@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sidesync/sidesync/internal/restart"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -29,15 +30,27 @@ type Result struct {
 	// then does not mean that there is no sidecar.
 	Failed error
 	Fix    string // what to do about Failed
+	// Warnings are what detection read but could not use, for the log: a malformed
+	// sidesync.io/sidecars annotation.
+	Warnings []string
+	// Restart is what the Pod in the Kubernetes API says about restarting this container in
+	// place, when detection read it (RestartFrom says from what); RestartNote says why it stays
+	// unknown when the Pod could not tell.
+	Restart     restart.Spec
+	RestartFrom string
+	RestartNote string
 }
 
-// Detect looks at the pod's annotations in the downward-API volume first, then at the pod in
-// the Kubernetes API; the first source that names a sidecar wins.
+// Detect looks at the pod's annotations in the downward-API volume first (the sidesync.io/sidecars
+// list and the injectors' marks), then at the pod in the Kubernetes API; the first source that
+// names a sidecar wins. Reading the Pod also tells whether the kubelet restarts this container
+// in place (Result.Restart).
 func Detect(ctx context.Context, o Options) Result {
 	var r Result
 	if ann, labels, ok := readPodInfo(o.PodInfoDir); ok {
-		if found := fromMetadata(ann, labels); len(found) > 0 {
-			return Result{Found: found, Source: "pod annotations in " + o.PodInfoDir}
+		if found := r.fromAnnotations(ann, labels, nil, o.LookupEnv); len(found) > 0 {
+			r.Found, r.Source, r.Tried = found, "pod annotations in "+o.PodInfoDir, nil
+			return r
 		}
 		r.Tried = append(r.Tried, "pod annotations in "+o.PodInfoDir+" name no injected sidecar")
 	} else {
@@ -47,6 +60,13 @@ func Detect(ctx context.Context, o Options) Result {
 		r.Tried = append(r.Tried, "Kubernetes API not asked (--kube-api=false)")
 		return r
 	}
+	r.fromAPI(ctx, o)
+	return r
+}
+
+// fromAPI reads the pod from the Kubernetes API: its sidecars, and whether the kubelet restarts
+// this container.
+func (r *Result) fromAPI(ctx context.Context, o Options) {
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = 3 * time.Second
@@ -64,12 +84,30 @@ func Detect(ctx context.Context, o Options) Result {
 		r.Tried = append(r.Tried, "Kubernetes API, pod "+where+": "+err.Error())
 		r.Failed, r.Fix = err, fixFor(err)
 	default:
-		if found := fromPod(p); len(found) > 0 {
-			return Result{Found: found, Source: "the Kubernetes API, pod " + where}
+		var of string
+		if r.Restart, of, r.RestartNote = restartOf(p, o.LookupEnv); of != "" {
+			r.RestartFrom = "the Kubernetes API, pod " + where + ", " + of
+		}
+		if found := r.fromAnnotations(p.Metadata.Annotations, p.Metadata.Labels, p, o.LookupEnv); len(found) > 0 {
+			r.Found, r.Source, r.Tried = found, "the Kubernetes API, pod "+where, nil
+			return
 		}
 		r.Tried = append(r.Tried, "Kubernetes API: pod "+where+" has no known sidecar")
 	}
-	return r
+}
+
+// fromAnnotations finds the sidecars that the sidesync.io/sidecars annotation lists, merged with
+// those the injectors' marks reveal and, given a Pod object, its containers; a malformed
+// annotation becomes a warning.
+func (r *Result) fromAnnotations(ann, labels map[string]string, p *pod, lookupEnv func(string) (string, bool)) []Found {
+	annotated, warning := fromSidecarsAnnotation(ann, lookupEnv)
+	if warning != "" && !slices.Contains(r.Warnings, warning) {
+		r.Warnings = append(r.Warnings, warning)
+	}
+	if p != nil {
+		return withAnnotated(annotated, fromPod(p))
+	}
+	return withAnnotated(annotated, fromMetadata(ann, labels))
 }
 
 // fromPod finds the sidecars of a Pod object: from its annotations, refined by its containers
@@ -92,7 +130,7 @@ func fromPod(p *pod) []Found {
 			continue
 		}
 		if s, ok := containerSignature(c); ok {
-			f := Found{Why: "container " + name}
+			f := Found{Profile: s.Profile, Why: "container " + name}
 			f.Sidecar, _ = sidecar.Profile(s.Profile)
 			applyContainer(&f, s, c)
 			found = append(found, f)

@@ -23,6 +23,7 @@ type pod struct {
 		Labels      map[string]string `json:"labels"`
 	} `json:"metadata"`
 	Spec struct {
+		RestartPolicy  string      `json:"restartPolicy"`
 		Containers     []container `json:"containers"`
 		InitContainers []container `json:"initContainers"`
 	} `json:"spec"`
@@ -35,7 +36,10 @@ type container struct {
 	Args          []string         `json:"args"`
 	RestartPolicy string           `json:"restartPolicy"`
 	StartupProbe  *json.RawMessage `json:"startupProbe"`
-	native        bool             // an init container with restartPolicy: Always
+	// RestartPolicyRules stay JSON here (restartOf reads them), so that rules sidesync cannot
+	// read leave the restart unknown rather than fail the reading of the whole Pod.
+	RestartPolicyRules json.RawMessage `json:"restartPolicyRules"`
+	native             bool            // an init container with restartPolicy: Always
 }
 
 // podLimit bounds the answer: a Pod is a few KiB, managed fields included.

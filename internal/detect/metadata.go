@@ -16,6 +16,7 @@ import (
 
 // Found is a sidecar found by detection, and what was learnt on the way.
 type Found struct {
+	Profile string // the sidecar profile it is (Sidecar.Name may differ: name=)
 	Sidecar sidecar.Sidecar
 	Why     string   // the annotation, label or container that gave it away
 	Notes   []string // things the user should know (a quit endpoint that is off, say)
@@ -76,7 +77,7 @@ func fromMetadata(ann, labels map[string]string) []Found {
 // readiness check and the quit call, or only the quit call when quitOnly.
 func withPort(name, why, port string, quitOnly bool) Found {
 	sc, _ := sidecar.Profile(name)
-	f := Found{Sidecar: sc, Why: why}
+	f := Found{Profile: name, Sidecar: sc, Why: why}
 	if port == "" {
 		return f
 	}

@@ -47,23 +47,23 @@ func cloudSQLContainer(f *Found, c container) { cloudSQLFlags(f, append(c.Comman
 // cloudSQLFlags reads the proxy's flags: its health checks and quit endpoint exist only when
 // enabled, on ports that flags may change (sidecar-protocols.md 8).
 func cloudSQLFlags(f *Found, args []string) {
-	if _, on := flagValue(args, "health-check"); !on {
+	if _, on := FlagValue(args, "health-check"); !on {
 		f.Sidecar.Ready = nil
 		f.Notes = append(f.Notes, "the Cloud SQL Auth Proxy runs without --health-check: nothing to wait for")
-	} else if p, ok := flagValue(args, "http-port"); ok {
+	} else if p, ok := FlagValue(args, "http-port"); ok {
 		f.Sidecar = f.Sidecar.WithPorts(atoi(p), 0)
 	}
-	if _, on := flagValue(args, "quitquitquit"); !on {
+	if _, on := FlagValue(args, "quitquitquit"); !on {
 		f.Sidecar.Quit = nil
 		f.Notes = append(f.Notes, "the Cloud SQL Auth Proxy runs without --quitquitquit: it cannot be told to quit")
-	} else if p, ok := flagValue(args, "admin-port"); ok {
+	} else if p, ok := FlagValue(args, "admin-port"); ok {
 		f.Sidecar = f.Sidecar.WithPorts(0, atoi(p))
 	}
 }
 
 // flagValue finds --name, --name=V or --name V (also with one dash) in args. A boolean flag
 // given as --name=false counts as absent.
-func flagValue(args []string, name string) (string, bool) {
+func FlagValue(args []string, name string) (string, bool) {
 	for i, a := range args {
 		a = strings.TrimLeft(a, "-")
 		if a == name {

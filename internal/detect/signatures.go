@@ -104,8 +104,11 @@ func Signatures() []Signature {
 		{Profile: "vault", Marks: []Mark{{Key: vaultInjected, Value: "injected"}}, Unless: []Mark{{Key: vaultPrePopulate, Value: "true"}},
 			Port: PortAnnotation{Key: vaultListenerPort}, Container: "vault-agent", Containers: []ContainerMatch{{Name: "vault-agent"}},
 			Reads: "no quit call unless `" + vaultEnableQuit + ": \"true\"`", fromMarks: vaultMarks},
-		// The Cloud SQL Auth Proxy is added by hand or by operators that leave no mark.
-		{Profile: "cloudsql", Containers: []ContainerMatch{{Image: "cloud-sql-proxy"}, {Image: "cloudsql-proxy"}, {Image: "cloud_sql_proxy"}},
+		// The Cloud SQL Auth Proxy is added by hand or by operators that leave no mark. gce-proxy
+		// is v1's image (gcr.io/cloudsql-docker/gce-proxy), whose flags have neither a health check
+		// sidesync knows nor a quit endpoint: it is found so that it is never wrapped, and lint
+		// says it cannot be told to quit.
+		{Profile: "cloudsql", Containers: []ContainerMatch{{Image: "cloud-sql-proxy"}, {Image: "cloudsql-proxy"}, {Image: "cloud_sql_proxy"}, {Image: "gce-proxy"}},
 			Reads: "the proxy's flags `--health-check`, `--http-port`, `--quitquitquit`, `--admin-port`", fromContainer: cloudSQLContainer},
 		{Profile: "appmesh", Containers: []ContainerMatch{{Name: "envoy", Image: "appmesh"}}},
 		{Profile: "envoy", Undetectable: "a plain Envoy carries no injector's mark, and a container named envoy may be anyone's"},

@@ -24,6 +24,8 @@ func renderSignatures(sigs []Signature) string {
 	var b strings.Builder
 	b.WriteString("<!-- generated from internal/detect/signatures.go by `go generate ./internal/detect`: edit the table there -->\n")
 	b.WriteString("| profile | pod annotation or label (1, 2) | port from | container in the Pod (2) | also reads |\n| --- | --- | --- | --- | --- |\n")
+	b.WriteString("| any | `" + SidecarsAnnotation + "`: a list in the syntax of `--sidecar`, written by `kubectl sidesync inject` | its own `port=`, `ready-port=`, `quit-port=` |  | " +
+		"wins over the rows below for the profiles it names; an entry that cannot be read is a warning, and the others still count |\n")
 	for _, s := range sigs {
 		cells := []string{"`" + s.Profile + "`", renderMarks(s), renderPort(s.Port), renderContainers(s), s.Reads}
 		if s.Undetectable != "" {
@@ -153,6 +155,7 @@ func TestContainerSignature(t *testing.T) {
 		{"daprd", "gcr.io/cloud-sql-connectors/cloud-sql-proxy:2", "dapr"},
 		{"db", "GCR.IO/CLOUDSQL-DOCKER/GCE-PROXY/CLOUD_SQL_PROXY:1.33", "cloudsql"},
 		{"sql", "gcr.io/cloudsql-docker/gce-proxy:1.33 cloudsql-proxy", "cloudsql"},
+		{"proxy", "gcr.io/cloudsql-docker/gce-proxy:1.37.0", "cloudsql"}, // v1
 		{"envoy", "840364872350.dkr.ecr.us-west-2.amazonaws.com/aws-appmesh-envoy:v1.29", "appmesh"},
 		{"envoy", "envoyproxy/envoy:v1.31", ""},
 		{"app", "example/appmesh-demo", ""},

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -25,7 +27,7 @@ func (c *Cluster) Do(t testing.TB, method, path string, body, out any) int {
 // DoAs is Do with the given bearer token ("" sends none).
 func (c *Cluster) DoAs(t testing.TB, token, method, path string, body, out any) int {
 	t.Helper()
-	code, data, err := c.roundTrip(context.Background(), token, method, path, body)
+	code, data, _, err := c.roundTrip(context.Background(), token, method, path, body)
 	if err != nil {
 		t.Fatalf("kubetest: %s %s: %v", method, path, err)
 	}
@@ -87,22 +89,58 @@ func (c *Cluster) WaitForStatus(t testing.TB, token, method, path string, want i
 func (c *Cluster) status(method, path, token string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	code, _, err := c.roundTrip(ctx, token, method, path, nil)
+	code, _, _, err := c.roundTrip(ctx, token, method, path, nil)
 	if err != nil {
 		return -1
 	}
 	return code
 }
 
+// Response is a whole answer of the apiserver.
+type Response struct {
+	Code int
+	Body []byte
+	// Warnings are the texts of its Warning headers (RFC 7234 form "299 - \"text\""), as
+	// kubectl shows them: Pod Security's "would violate PodSecurity", unknown fields, deprecations.
+	Warnings []string
+}
+
+// Send sends method path to the apiserver as Admin, with body as for Do, and returns the whole
+// answer, its warnings included. A transport error fails the test.
+func (c *Cluster) Send(t testing.TB, method, path string, body any) Response {
+	t.Helper()
+	code, data, h, err := c.roundTrip(context.Background(), c.AdminToken, method, path, body)
+	if err != nil {
+		t.Fatalf("kubetest: %s %s: %v", method, path, err)
+	}
+	var warnings []string
+	for _, w := range h.Values("Warning") {
+		warnings = append(warnings, warningText(w))
+	}
+	return Response{Code: code, Body: data, Warnings: warnings}
+}
+
+// warningText returns the text of a Warning header: 299 - "text" gives text.
+func warningText(h string) string {
+	rest, ok := strings.CutPrefix(h, "299 - ")
+	if !ok {
+		return h
+	}
+	if text, err := strconv.Unquote(rest); err == nil {
+		return text
+	}
+	return rest
+}
+
 // roundTrip sends one request and reads the whole answer. The client's own timeout bounds it too.
-func (c *Cluster) roundTrip(ctx context.Context, token, method, path string, body any) (int, []byte, error) {
+func (c *Cluster) roundTrip(ctx context.Context, token, method, path string, body any) (int, []byte, http.Header, error) {
 	r, err := requestBody(body)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.URL+path, r)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -113,11 +151,11 @@ func (c *Cluster) roundTrip(ctx context.Context, token, method, path string, bod
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, data, err
+	return resp.StatusCode, data, resp.Header, err
 }
 
 // requestBody returns body as a request body, as Do describes: nil for none, JSON text as is,

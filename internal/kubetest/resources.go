@@ -12,9 +12,18 @@ import (
 // requires of every Pod.
 func (c *Cluster) CreateNamespace(t testing.TB, name string) {
 	t.Helper()
-	c.Create(t, "/api/v1/namespaces", map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
-	})
+	c.CreateNamespaceLabelled(t, name, nil)
+}
+
+// CreateNamespaceLabelled is CreateNamespace with labels on the namespace, such as Pod
+// Security's "pod-security.kubernetes.io/enforce": "restricted".
+func (c *Cluster) CreateNamespaceLabelled(t testing.TB, name string, labels map[string]string) {
+	t.Helper()
+	meta := map[string]any{"name": name}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	c.Create(t, "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
 	c.CreateServiceAccount(t, name, "default")
 }
 

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/sidesync/sidesync/internal/inject"
+	"github.com/sidesync/sidesync/internal/inject/manifest"
+	"github.com/sidesync/sidesync/internal/inject/resolve"
+)
+
+const injectUsage = `Usage: kubectl sidesync inject [-f FILE|-] [flags]
+
+Wraps the containers of Pods, Jobs and CronJobs with sidesync, without rebuilding their images,
+and writes the result to stdout; objects of other kinds pass through unchanged, and a List's
+items are injected one by one. Input is YAML documents or JSON objects; YAML is written as YAML,
+JSON as JSON. One line per object on stderr says what was wrapped and what was left alone.
+
+  kubectl sidesync inject -f job.yaml | kubectl apply -f -
+
+Every regular container that is not a known sidecar (Istio, Linkerd, Cloud SQL Auth Proxy, ...)
+gets command [` + inject.Binary + `] and args [sidesync flags..., --, its command..., its args...];
+the sidecars the manifest shows are recorded in the annotation ` + inject.SidecarsAnnotation + `,
+which sidesync reads at run time. Injecting an injected object changes nothing.
+
+Flags:
+  -f, --filename FILE   the manifest; - or none: stdin
+  --sidecar SPEC        a --sidecar value for every wrapper, in sidesync's syntax
+                        (cloudsql:ready-port=9190,quit-port=9191); repeatable. It turns
+                        sidesync's own detection of sidecars off.
+  --containers NAMES    wrap only these regular containers (comma-separated)
+  --delivery MODE       init-copy (default: an init container copies the binary into an
+                        emptyDir) or image-volume (Kubernetes >= 1.35: the image is mounted)
+  --image REF           the sidesync image (default: this release's, ghcr.io/sidesync/sidesync:VERSION;
+                        required for a development build)
+  --resolve             read the ENTRYPOINT and CMD of containers without a command from their
+                        registry (credentials as docker uses them) and pin those images to a digest
+  --platform P          with --resolve: read only these platforms of multi-platform images
+                        (linux/amd64,linux/arm64); repeatable; default: every linux platform
+  --timeout D           with --resolve: the limit for all registry requests (default 1m)
+
+Exit codes: 0 done (warnings on stderr), 2 bad flags or input (nothing written), 1 the output
+could not be written.
+`
+
+// injectConfig is inject's command line, checked.
+type injectConfig struct {
+	file      string // "-" is stdin
+	opts      inject.Options
+	resolve   bool
+	platforms []v1.Platform
+	timeout   time.Duration
+}
+
+// runInject is "kubectl sidesync inject": read, resolve, inject, write; nothing is written to
+// stdout unless every object could be read and injected.
+func runInject(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, err := parseInjectFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, injectUsage)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n\nRun 'kubectl sidesync inject --help' for the flags.\n", err)
+		return 2
+	}
+	docs, format, err := readInjectInput(cfg.file, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "kubectl sidesync inject: %s: %v\n", cfg.file, err)
+		return 2
+	}
+	eps, err := injectEntrypoints(cfg, docs, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n", err)
+		return 2
+	}
+	var reports []inject.Report
+	err = manifest.Each(docs, func(obj map[string]any, where string) (map[string]any, error) {
+		out, r, err := inject.Apply(obj, cfg.opts, eps)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		reports = append(reports, r)
+		return out, nil
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n", err)
+		return 2
+	}
+	if err := manifest.Write(stdout, docs, format); err != nil {
+		fmt.Fprintf(stderr, "kubectl sidesync inject: writing the result: %v\n", err)
+		return 1
+	}
+	for _, r := range reports {
+		fmt.Fprintln(stderr, r)
+		for _, w := range r.Warnings {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", r.Object, w)
+		}
+	}
+	return 0
+}
+
+// readInjectInput reads the manifest from file, or stdin for "-".
+func readInjectInput(file string, stdin io.Reader) ([]manifest.Document, manifest.Format, error) {
+	if file == "-" {
+		return manifest.Read(stdin)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, manifest.YAML, err
+	}
+	defer f.Close()
+	return manifest.Read(f)
+}
+
+// injectEntrypoints resolves, with --resolve, the images of the containers to wrap that have
+// no command. An image that cannot be read is a warning: its containers are left alone, and
+// inject's own warning says what to add. The error is about the input (as Apply's).
+func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Writer) (inject.Entrypoints, error) {
+	if !cfg.resolve {
+		return nil, nil
+	}
+	var images []string
+	err := manifest.Each(docs, func(obj map[string]any, where string) (map[string]any, error) {
+		imgs, err := inject.Images(obj, cfg.opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		for _, i := range imgs {
+			if !slices.Contains(images, i) {
+				images = append(images, i)
+			}
+		}
+		return obj, nil
+	})
+	if err != nil || len(images) == 0 {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	eps, errs := resolve.Images(ctx, images, resolve.Options{Platforms: cfg.platforms, UserAgent: "kubectl-sidesync/" + version()})
+	for _, i := range images {
+		if err := errs[i]; err != nil {
+			fmt.Fprintf(stderr, "kubectl sidesync inject: warning: cannot read the image %s from its registry: %v\n", i, err)
+		}
+	}
+	return eps, nil
+}
+
+// parseInjectFlags parses and checks the command line, naming every bad flag at once.
+func parseInjectFlags(args []string) (injectConfig, error) {
+	cfg := injectConfig{file: "-", timeout: time.Minute}
+	var delivery, containers string
+	var platforms []string
+	fs := flag.NewFlagSet("inject", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.file, "f", "-", "")
+	fs.StringVar(&cfg.file, "filename", "-", "")
+	fs.Func("sidecar", "", func(s string) error { cfg.opts.Sidecars = append(cfg.opts.Sidecars, s); return nil })
+	fs.StringVar(&containers, "containers", "", "")
+	fs.StringVar(&delivery, "delivery", string(inject.InitCopy), "")
+	fs.StringVar(&cfg.opts.Image, "image", "", "")
+	fs.BoolVar(&cfg.resolve, "resolve", false, "")
+	fs.Func("platform", "", func(s string) error { platforms = append(platforms, strings.Split(s, ",")...); return nil })
+	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	var errs []error
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments %q (the manifest is given with -f)", fs.Args()))
+	}
+	if containers != "" {
+		cfg.opts.Containers = strings.Split(containers, ",")
+	}
+	cfg.opts.Delivery, cfg.opts.Version = inject.Delivery(delivery), version()
+	errs = append(errs, checkInjectFlags(&cfg, platforms)...)
+	return cfg, errors.Join(errs...)
+}
+
+// checkInjectFlags checks what the flag package cannot: the image, the platforms, the options.
+func checkInjectFlags(cfg *injectConfig, platforms []string) []error {
+	var errs []error
+	if cfg.opts.Image == "" {
+		if !strings.HasPrefix(cfg.opts.Version, "v") {
+			return append(errs, fmt.Errorf("--image is required: this kubectl-sidesync is a development build (version %s), for which no image is published", cfg.opts.Version))
+		}
+		cfg.opts.Image = "ghcr.io/sidesync/sidesync:" + cfg.opts.Version
+	}
+	if _, err := name.ParseReference(cfg.opts.Image); err != nil {
+		errs = append(errs, fmt.Errorf("--image %q: %w", cfg.opts.Image, err))
+	}
+	for _, s := range platforms {
+		p, err := v1.ParsePlatform(s)
+		if err != nil || p.OS != "linux" || p.Architecture == "" {
+			errs = append(errs, fmt.Errorf("--platform %q: not a linux platform (linux/amd64, linux/arm64/v8)", s))
+			continue
+		}
+		cfg.platforms = append(cfg.platforms, *p)
+	}
+	if len(platforms) > 0 && !cfg.resolve {
+		errs = append(errs, errors.New("--platform needs --resolve"))
+	}
+	if cfg.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %v: must be positive", cfg.timeout))
+	}
+	if err := cfg.opts.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/sidesync/sidesync/internal/inject/manifest"
+	rt "github.com/sidesync/sidesync/internal/inject/resolve/registrytest"
+)
+
+// resolveFixture serves two multi-platform images (each index with an attestation manifest)
+// on loopback: same:1 runs the same argv on amd64 and arm64, differ:1 another ENTRYPOINT on
+// arm64. It returns a Pod that uses them, and missing:1, which the registry lacks.
+func resolveFixture(t *testing.T) (pod, host string, same, differ v1.Hash) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // the default keychain, without the developer's credentials
+	host = rt.Start(t)
+	amd := rt.Platform{OS: "linux", Architecture: "amd64", Entrypoint: []string{"/srv"}, Cmd: []string{"--listen=$(ADDR)"}}
+	arm := rt.Platform{OS: "linux", Architecture: "arm64", Variant: "v8", Entrypoint: []string{"/srv"}, Cmd: []string{"--listen=$(ADDR)"}}
+	armOther := rt.Platform{OS: "linux", Architecture: "arm64", Variant: "v8", Entrypoint: []string{"/srv-arm64"}}
+	same = rt.PushIndex(t, host+"/same:1", true, amd, arm)
+	differ = rt.PushIndex(t, host+"/differ:1", true, amd, armOther)
+	pod = `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: same, image: "` + host + `/same:1"}
+  - {name: differ, image: "` + host + `/differ:1", args: [--verbose]}
+  - {name: missing, image: "` + host + `/missing:1"}
+  - {name: explicit, image: "` + host + `/missing:1", command: [run]}
+`
+	return pod, host, same, differ
+}
+
+// resolvedContainers runs inject and returns the Pod's containers.
+func resolvedContainers(t *testing.T, pod string, args ...string) (cs []map[string]any, stderr string) {
+	t.Helper()
+	code, stdout, stderr := injectRun(t, pod, append([]string{injectImage}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	docs, _, err := manifest.Read(strings.NewReader(stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range docs[0].Object["spec"].(map[string]any)["containers"].([]any) {
+		cs = append(cs, c.(map[string]any))
+	}
+	return cs, stderr
+}
+
+var resolvedFlags = []any{"--pod-info=/sidesync/podinfo", "--"}
+
+// TestInjectResolve: with --resolve, a container without a command gets its image's argv,
+// inlined when every platform agrees (escaped for kubelet) and per platform otherwise, and its
+// image pinned to the index's digest; an image that cannot be read leaves its container alone,
+// with warnings.
+func TestInjectResolve(t *testing.T) {
+	pod, host, same, differ := resolveFixture(t)
+	cs, stderr := resolvedContainers(t, pod, "--resolve")
+	if diff := cmp.Diff(append(resolvedFlags, "/srv", "--listen=$$(ADDR)"), cs[0]["args"]); diff != "" {
+		t.Errorf("same: args (-want +got):\n%s", diff)
+	}
+	if got, want := cs[0]["image"], host+"/same@"+same.String(); got != want {
+		t.Errorf("same: image %v, want %s", got, want)
+	}
+	if diff := cmp.Diff(resolvedFlags, cs[1]["args"]); diff != "" {
+		t.Errorf("differ: args (-want +got):\n%s", diff)
+	}
+	if got, want := cs[1]["image"], host+"/differ@"+differ.String(); got != want {
+		t.Errorf("differ: image %v, want %s", got, want)
+	}
+	wantEnv := []any{
+		map[string]any{"name": "SIDESYNC_PLATFORM_COMMANDS", "value": `{"linux/amd64":["/srv","--verbose"],"linux/arm64/v8":["/srv-arm64","--verbose"]}`},
+		map[string]any{"name": "SIDESYNC_RESTART_POLICY", "value": "Never"},
+	}
+	if diff := cmp.Diff(wantEnv, cs[1]["env"]); diff != "" {
+		t.Errorf("differ: env (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"name": "missing", "image": host + "/missing:1"}, cs[2]); diff != "" {
+		t.Errorf("missing: changed (-want +got):\n%s", diff)
+	}
+	for _, w := range []string{
+		"kubectl sidesync inject: warning: cannot read the image " + host + "/missing:1 from its registry: ",
+		"Pod/p: wrapped same, differ, explicit (init-copy); left missing (no command)\n",
+		"Pod/p: warning: container missing was not wrapped: it has no command",
+	} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr does not say %q:\n%s", w, stderr)
+		}
+	}
+}
+
+// TestInjectResolvePlatform: --platform reads only the platforms asked for, which then agree.
+func TestInjectResolvePlatform(t *testing.T) {
+	pod, _, _, _ := resolveFixture(t)
+	cs, _ := resolvedContainers(t, pod, "--resolve", "--platform=linux/amd64")
+	if diff := cmp.Diff(append(resolvedFlags, "/srv", "--verbose"), cs[1]["args"]); diff != "" {
+		t.Errorf("differ's args (-want +got):\n%s", diff)
+	}
+}
+
+// TestInjectWithoutResolve: without --resolve, no registry is asked, and the containers without
+// a command are left alone.
+func TestInjectWithoutResolve(t *testing.T) {
+	pod, host, _, _ := resolveFixture(t)
+	cs, stderr := resolvedContainers(t, pod)
+	if !strings.Contains(stderr, "Pod/p: wrapped explicit (init-copy); left same (no command), differ (no command), missing (no command)\n") ||
+		cs[0]["image"] != host+"/same:1" || cs[0]["args"] != nil {
+		t.Errorf("stderr:\n%s\nsame: %v", stderr, cs[0])
+	}
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// injectRun runs "kubectl sidesync inject ARGS" with stdin, as main would.
+func injectRun(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(append([]string{"inject"}, args...), strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+const injectJob = `apiVersion: batch/v1
+kind: Job
+metadata: {name: report}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - {name: job, image: example/report:1.0, command: [python, job.py], args: [--date=$(DATE)]}
+      - {name: istio-proxy, image: docker.io/istio/proxyv2:1.28.0}
+      - name: cloud-sql-proxy
+        image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.0
+        args: [--health-check, --quitquitquit, p:r:i]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {a: "1"}
+`
+
+const injectImage = "--image=ghcr.io/sidesync/sidesync:v9.9.9"
+
+// TestInjectCommand runs the command line end to end: exit codes, stdout, the summary on stderr.
+func TestInjectCommand(t *testing.T) {
+	code, stdout, stderr := injectRun(t, injectJob, injectImage)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	want := "Job/report: wrapped job (init-copy); left istio-proxy (a known sidecar: istio), cloud-sql-proxy (a known sidecar: cloudsql)\n" +
+		"ConfigMap/settings: passed through (kind ConfigMap v1 is not injected)\n"
+	if diff := cmp.Diff(want, stderr); diff != "" {
+		t.Errorf("stderr (-want +got):\n%s", diff)
+	}
+	for _, piece := range []string{
+		"- --pod-info=/sidesync/podinfo\n        - --\n        - python\n        - job.py\n        - --date=$(DATE)\n        command:\n        - /sidesync/bin/sidesync\n",
+		"sidesync.io/sidecars: istio,cloudsql\n",
+		"image: ghcr.io/sidesync/sidesync:v9.9.9\n",
+		"\n---\napiVersion: v1\ndata:\n  a: \"1\"\nkind: ConfigMap\n",
+	} {
+		if !strings.Contains(stdout, piece) {
+			t.Errorf("stdout lacks %q:\n%s", piece, stdout)
+		}
+	}
+	// Injecting the output again changes nothing.
+	code, again, stderr := injectRun(t, stdout, injectImage)
+	if diff := cmp.Diff(stdout, again); diff != "" || code != 0 {
+		t.Errorf("second inject: exit %d, stdout (-first +second):\n%s", code, diff)
+	}
+	if !strings.HasPrefix(stderr, "Job/report: unchanged: job already wrapped (init-copy); left") {
+		t.Errorf("second inject's summary: %s", stderr)
+	}
+}
+
+// TestInjectFormats: -f FILE, JSON in and JSON out, a List's items.
+func TestInjectFormats(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pod.json")
+	pod := `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "a", "image": "x", "command": ["run"]}]}}`
+	if err := os.WriteFile(file, []byte(pod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := injectRun(t, "", "-f", file, injectImage, "--delivery=image-volume")
+	if code != 0 || !strings.HasPrefix(stdout, "{\n  \"apiVersion\": \"v1\",") || !strings.Contains(stdout, `"reference": "ghcr.io/sidesync/sidesync:v9.9.9"`) {
+		t.Errorf("JSON file: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	list := "apiVersion: v1\nkind: List\nitems:\n- " + pod + "\n- {apiVersion: v1, kind: Service, metadata: {name: s}}\n"
+	code, stdout, stderr = injectRun(t, list, "--filename=-", injectImage)
+	want := "Pod/p: wrapped a (init-copy)\nService/s: passed through (kind Service v1 is not injected)\n"
+	if code != 0 || stderr != want || strings.Count(stdout, "- /sidesync/bin/sidesync") != 1 {
+		t.Errorf("List: exit %d, stderr %q\nstdout:\n%s", code, stderr, stdout)
+	}
+}
+
+// TestInjectErrors: bad flags and bad input exit 2, say what is wrong, and write nothing.
+func TestInjectErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		stdin string
+		args  []string
+		want  []string // in stderr
+	}{
+		{"no image in a development build", injectJob, nil, []string{"--image is required", "development build"}},
+		{"bad flags, all named", injectJob, []string{injectImage, "--delivery=copy", "--platform=linux/amd64", "--sidecar=mesh", "extra"},
+			[]string{`delivery "copy"`, "--platform needs --resolve", `unknown sidecar "mesh"`, `unexpected arguments ["extra"]`}},
+		{"bad platform", injectJob, []string{injectImage, "--resolve", "--platform=windows/amd64", "--timeout=0s"},
+			[]string{`--platform "windows/amd64": not a linux platform`, "--timeout 0s: must be positive"}},
+		{"unknown flag", injectJob, []string{"--nope"}, []string{"flag provided but not defined: -nope"}},
+		{"malformed YAML in document 2", "kind: ConfigMap\n---\nkind: [Job\n", []string{injectImage}, []string{"-: document 2: "}},
+		{"a document that is no object", "kind: ConfigMap\n---\njust words\n", []string{injectImage}, []string{"-: document 2: not an object"}},
+		{"an unknown container", injectJob, []string{injectImage, "--containers=job,jbo"},
+			[]string{"document 1: Job/report: no container jbo (the containers are job, istio-proxy, cloud-sql-proxy)"}},
+		{"a sidecar named", injectJob, []string{injectImage, "--containers=istio-proxy"}, []string{"container istio-proxy is a known sidecar"}},
+		{"a bad object after a good one", "kind: ConfigMap\n---\n" + injectJob + "\n---\n{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: 3}}\n",
+			[]string{injectImage}, []string{"document 4: Pod/p: spec.containers: not a list"}},
+		{"no such file", "", []string{injectImage, "-f", "/nonexistent/job.yaml"}, []string{"/nonexistent/job.yaml: open"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := injectRun(t, tt.stdin, tt.args...)
+			if code != 2 || stdout != "" {
+				t.Errorf("exit %d, stdout %q; want 2 and nothing", code, stdout)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr does not say %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestInjectReleaseImage: a release build defaults --image to its own image.
+func TestInjectReleaseImage(t *testing.T) {
+	saved := buildVersion
+	buildVersion = "v1.2.3"
+	t.Cleanup(func() { buildVersion = saved })
+	code, stdout, stderr := injectRun(t, injectJob)
+	if code != 0 || !strings.Contains(stdout, "image: ghcr.io/sidesync/sidesync:v1.2.3\n") ||
+		!strings.Contains(stdout, "sidesync.io/injected: v1.2.3 init-copy job\n") {
+		t.Errorf("exit %d, stderr %s\nstdout:\n%s", code, stderr, stdout)
+	}
+}
+
+func TestInjectHelp(t *testing.T) {
+	code, stdout, stderr := injectRun(t, "", "--help")
+	if code != 0 || !strings.HasPrefix(stdout, "Usage: kubectl sidesync inject") || stderr != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

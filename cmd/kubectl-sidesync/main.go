@@ -1,0 +1,48 @@
+// Command kubectl-sidesync is sidesync's kubectl plugin: with it on PATH, `kubectl sidesync ...`
+// works. It puts sidesync into Pods, Jobs and CronJobs without rebuilding their images
+// (`inject`), and says before anything is applied whether a workload will hang or misbehave with
+// its sidecars (`lint`). It is its own binary: the sidesync binary that goes into pods links no
+// Kubernetes or registry code.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+const usage = `kubectl sidesync puts sidesync into workloads and checks them.
+
+Usage:
+  kubectl sidesync inject [-f FILE|-] [flags]   wrap the containers of Pods, Jobs and CronJobs
+  kubectl sidesync lint [-f FILE|-]             find what will hang or misbehave with sidecars
+  kubectl sidesync version                      print the version
+
+Run 'kubectl sidesync COMMAND --help' for a command's flags.
+`
+
+// run dispatches the subcommands and returns the exit code. Only main exits.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "inject":
+		return runInject(args[1:], stdin, stdout, stderr)
+	case "lint":
+		return runLint(args[1:], stdin, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, versionLine())
+		return 0
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "kubectl sidesync: unknown command %q\n%s", args[0], usage)
+	return 2
+}

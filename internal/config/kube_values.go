@@ -1,0 +1,135 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/sidesync/sidesync/internal/restart"
+)
+
+// The flag.Value types of what `kubectl sidesync inject` copies from the pod into the wrapper's
+// environment (internal/inject, contract.go): the restart rules and the per-platform commands.
+// Empty means unknown, as for a variable.
+
+// restartPolicyValue is a Kubernetes restartPolicy: Never, OnFailure or Always.
+type restartPolicyValue struct{ p *restart.Policy }
+
+func (v restartPolicyValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return string(*v.p)
+}
+
+func (v restartPolicyValue) Set(s string) error {
+	p, err := restart.ParsePolicy(s)
+	if err != nil {
+		return err
+	}
+	*v.p = p
+	return nil
+}
+
+// restartRulesValue is a container's restartPolicyRules as JSON.
+type restartRulesValue struct{ rules *[]restart.Rule }
+
+func (v restartRulesValue) String() string {
+	if v.rules == nil || *v.rules == nil {
+		return ""
+	}
+	b, _ := json.Marshal(*v.rules)
+	return string(b)
+}
+
+func (v restartRulesValue) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		*v.rules = nil
+		return nil
+	}
+	rules, err := restart.ParseRules(s)
+	if err != nil {
+		return err
+	}
+	*v.rules = rules
+	return nil
+}
+
+// platformCommandsValue is a JSON object from "os/arch[/variant]" to a command line:
+// {"linux/amd64": ["/app", "--serve"], "linux/arm64/v8": ["/app-arm64", "--serve"]}.
+type platformCommandsValue struct{ m *map[string][]string }
+
+func (v platformCommandsValue) String() string {
+	if v.m == nil || *v.m == nil {
+		return ""
+	}
+	b, _ := json.Marshal(*v.m) // sorted keys
+	return string(b)
+}
+
+func (v platformCommandsValue) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		*v.m = nil
+		return nil
+	}
+	m, err := parsePlatformCommands(s)
+	if err != nil {
+		return err
+	}
+	*v.m = m
+	return nil
+}
+
+// platformExample shows the expected form in messages.
+const platformExample = `{"linux/amd64": ["/app", "--serve"], "linux/arm64": ["/app-arm64", "--serve"]}`
+
+// parsePlatformCommands reads the object strictly: every key a platform, every value a command
+// line with a program.
+func parsePlatformCommands(s string) (map[string][]string, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	var m map[string][]string
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, fmt.Errorf("not a JSON object from platform to command like %s: %v", platformExample, orNull(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("not a JSON object from platform to command: something follows the object")
+	}
+	for _, key := range slices.Sorted(maps.Keys(m)) {
+		switch {
+		case !isPlatform(key):
+			return nil, fmt.Errorf("%q is not a platform: write os/arch or os/arch/variant, like linux/amd64 or linux/arm/v7", key)
+		case len(m[key]) == 0 || m[key][0] == "":
+			return nil, fmt.Errorf("%q: the command is empty", key)
+		}
+	}
+	return m, nil
+}
+
+// orNull explains a JSON null (which decodes without error into a nil map).
+func orNull(err error) any {
+	if err == nil {
+		return "null"
+	}
+	return err
+}
+
+// isPlatform reports whether s is os/arch or os/arch/variant, each part lower-case letters,
+// digits or underscores, as OCI image indexes name platforms.
+func isPlatform(s string) bool {
+	parts := strings.Split(s, "/")
+	if len(parts) < 2 || len(parts) > 3 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || strings.IndexFunc(p, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+		}) >= 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,56 @@
+package config
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/sidecar"
+)
+
+// TestPlatformCommandsTakeTheCommandsPlace: with platform commands, the wrapper needs no command
+// after "--"; with one there, they are ignored, and a DEBUG note says so.
+func TestPlatformCommandsTakeTheCommandsPlace(t *testing.T) {
+	env := envOf(`SIDESYNC_PLATFORM_COMMANDS={"linux/amd64": ["/app"], "linux/arm/v7": ["/app-arm", "-x"]}`)
+	cfg, err := Parse(ModeRun, []string{"--disabled", "--"}, env)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := map[string][]string{"linux/amd64": {"/app"}, "linux/arm/v7": {"/app-arm", "-x"}}
+	if diff := cmp.Diff(want, cfg.PlatformCommands); diff != "" || len(cfg.Command) != 0 || len(cfg.Notes) != 0 {
+		t.Errorf("platform commands (-want +got):\n%s\ncommand %q, notes %v", diff, cfg.Command, cfg.Notes)
+	}
+	cfg, err = Parse(ModeRun, []string{"--disabled", "--", "true"}, env)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	wantNote := Note{Level: slog.LevelDebug, Msg: "SIDESYNC_PLATFORM_COMMANDS is ignored: a command follows --"}
+	if diff := cmp.Diff([]Note{wantNote}, cfg.Notes); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+}
+
+// TestParseSidecars: the annotation's syntax is --sidecar's; valid entries are kept beside
+// the problems of the others, and each keeps its profile even when renamed.
+func TestParseSidecars(t *testing.T) {
+	moved := profile(t, "cloudsql").WithPorts(9190, 9191)
+	moved.Native, moved.StartupProbe = true, true
+	db := sidecar.Sidecar{Name: "db", Ready: &sidecar.Check{Kind: sidecar.TCP, URL: "tcp://127.0.0.1:5432"}}
+	got, err := ParseSidecars("istio, cloudsql:ready-port=9190,quit-port=9191,native=true,startup-probe=true,tcp:ready=tcp://127.0.0.1:5432,name=db", envOf())
+	want := []ParsedSidecar{{"istio", profile(t, "istio")}, {"cloudsql", moved}, {"tcp", db}}
+	if diff := cmp.Diff(want, got); diff != "" || err != nil {
+		t.Errorf("ParseSidecars (-want +got):\n%s\nerr %v", diff, err)
+	}
+
+	got, err = ParseSidecars("port=1,bogus,linkerd:native=maybe,dapr,http:quit=http://10.0.0.1/quit,kuma:port", envOf())
+	if diff := cmp.Diff([]ParsedSidecar{{"dapr", profile(t, "dapr")}}, got); diff != "" {
+		t.Errorf("valid entries (-want +got):\n%s", diff)
+	}
+	for _, problem := range []string{`"port=1": a setting before any sidecar name`, `unknown sidecar "bogus"`,
+		`linkerd: native="maybe": not a boolean`, "http: quit URL http://10.0.0.1/quit is not on a loopback address", `"port": settings are KEY=VALUE`} {
+		if err == nil || !strings.Contains(err.Error(), problem) {
+			t.Errorf("error %v does not mention %q", err, problem)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package inject
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// The object is decoded JSON (map[string]any, []any, string, bool, json.Number or float64,
+// nil), never a typed struct, so that every field inject does not own survives, including
+// fields newer than this code. inject writes only []any, map[string]any and strings.
+
+// deepCopy copies a decoded JSON value, so that Apply never changes its input.
+func deepCopy(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			l[i] = deepCopy(e)
+		}
+		return l
+	}
+	return v
+}
+
+// str returns m[key] when it is a string, else "".
+func str(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+// mapAt returns m[key] as an object: nil when absent or null, an error when it is something
+// else. path names m in the error.
+func mapAt(m map[string]any, key, path string) (map[string]any, error) {
+	switch v := m[key].(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		return v, nil
+	}
+	return nil, fmt.Errorf("%s: not an object", join(path, key))
+}
+
+// ensureMap returns m[key] as an object, making it when absent.
+func ensureMap(m map[string]any, key string) map[string]any {
+	if v, ok := m[key].(map[string]any); ok {
+		return v
+	}
+	v := map[string]any{}
+	m[key] = v
+	return v
+}
+
+// listAt returns m[key] as a list: nil when absent or null.
+func listAt(m map[string]any, key, path string) ([]any, error) {
+	switch v := m[key].(type) {
+	case nil:
+		return nil, nil
+	case []any:
+		return v, nil
+	}
+	return nil, fmt.Errorf("%s: not a list", join(path, key))
+}
+
+// stringsAt returns m[key] as a list of strings.
+func stringsAt(m map[string]any, key, path string) ([]string, error) {
+	l, err := listAt(m, key, path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for i, e := range l {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s[%d]: not a string", join(path, key), i)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// anyList is words as a decoded JSON list.
+func anyList(words []string) []any {
+	l := make([]any, len(words))
+	for i, w := range words {
+		l[i] = w
+	}
+	return l
+}
+
+// withoutNamed returns l without the objects whose "name" is one of names.
+func withoutNamed(l []any, names ...string) []any {
+	return slices.DeleteFunc(slices.Clone(l), func(e any) bool {
+		m, ok := e.(map[string]any)
+		return ok && slices.Contains(names, str(m, "name"))
+	})
+}
+
+// compactJSON is v as JSON without HTML escaping (argv words may hold <, > and &), for values
+// the wrapper reads from its environment.
+func compactJSON(v any) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return string(bytes.TrimRight(b.Bytes(), "\n")), nil
+}
+
+// sameJSON reports whether a and b encode to the same JSON: a number decoded as json.Number
+// and the same number written by inject as an int are the same.
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}

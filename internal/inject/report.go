@@ -1,0 +1,70 @@
+package inject
+
+import "strings"
+
+// Report is what Apply did to one object, for a person (String) or a webhook's warnings.
+type Report struct {
+	// Object names the object: "Job/report".
+	Object string
+	// Injected is false for an object of a kind inject leaves alone (Reason says which).
+	Injected bool
+	Reason   string
+	// Changed says whether the object changed; false for an object injected before with the
+	// same options.
+	Changed bool
+	// Delivery is how the binary gets into the pod, when a container is wrapped.
+	Delivery Delivery
+	// Wrapped are the containers wrapped now; AlreadyWrapped those wrapped before.
+	Wrapped        []string
+	AlreadyWrapped []string
+	// Left are the containers left alone, with why: sidecars, init containers, containers
+	// not selected, containers without a command whose image was not resolved.
+	Left []Left
+	// Sidecars are the sidecars the manifest shows, as recorded in SidecarsAnnotation.
+	Sidecars []string
+	// Warnings say what the user should do: each names its container.
+	Warnings []string
+}
+
+// Left is a container left alone, and why.
+type Left struct {
+	Container string
+	Why       string // "a known sidecar: istio", "an init container", "no command"
+}
+
+// String is the report as one line:
+//
+//	Job/report: wrapped job (init-copy); left istio-proxy (a known sidecar: istio)
+//	Job/report: unchanged: job already wrapped (init-copy); left istio-proxy (a known sidecar: istio)
+//	ConfigMap/settings: passed through (kind ConfigMap is not injected)
+func (r Report) String() string {
+	if !r.Injected {
+		return r.Object + ": passed through (" + r.Reason + ")"
+	}
+	var what []string
+	if len(r.Wrapped) > 0 {
+		what = append(what, "wrapped "+strings.Join(r.Wrapped, ", "))
+	}
+	if len(r.AlreadyWrapped) > 0 {
+		what = append(what, strings.Join(r.AlreadyWrapped, ", ")+" already wrapped")
+	}
+	s := r.Object + ": "
+	switch {
+	case len(what) == 0:
+		s += "wrapped nothing"
+	case !r.Changed:
+		s += "unchanged: " + strings.Join(what, ", ") + " (" + string(r.Delivery) + ")"
+	default:
+		s += strings.Join(what, ", ") + " (" + string(r.Delivery) + ")"
+	}
+	var left []string
+	for _, l := range r.Left {
+		left = append(left, l.Container+" ("+l.Why+")")
+	}
+	if len(left) > 0 {
+		s += "; left " + strings.Join(left, ", ")
+	}
+	return s
+}
+
+func joinComma(s []string) string { return strings.Join(s, ",") }

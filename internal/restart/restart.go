@@ -1,0 +1,151 @@
+// Package restart decides whether the kubelet restarts a container in place after it exits,
+// from the container's effective restartPolicy and its restartPolicyRules (KEP-5307, beta and on
+// by default since Kubernetes 1.35). sidesync asks because a container that is about to run
+// again must keep its sidecars: telling them to quit would leave the restarted command without
+// its proxy. It is pure: no I/O, no logging.
+package restart
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Policy is a container's effective restartPolicy: its own, else its pod's.
+type Policy string
+
+// Restart policies, spelt as Kubernetes spells them. Unknown is not Kubernetes' default (a Pod
+// without restartPolicy gets Always): it means that nobody said, and then no restart is assumed,
+// so that sidecars are told to quit as they always were.
+const (
+	Unknown   Policy = ""
+	Never     Policy = "Never"
+	OnFailure Policy = "OnFailure"
+	Always    Policy = "Always"
+)
+
+// ParsePolicy reads a restartPolicy in any case ("onfailure" is OnFailure); "" is Unknown.
+func ParsePolicy(s string) (Policy, error) {
+	s = strings.TrimSpace(s)
+	for _, p := range []Policy{Unknown, Never, OnFailure, Always} {
+		if strings.EqualFold(s, string(p)) {
+			return p, nil
+		}
+	}
+	return Unknown, errors.New("must be Never, OnFailure or Always (a Kubernetes restartPolicy)")
+}
+
+// Rule is one of a container's restartPolicyRules, as the Kubernetes API writes it:
+// {"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}.
+type Rule struct {
+	Action    Action     `json:"action"`
+	ExitCodes *ExitCodes `json:"exitCodes"`
+}
+
+// ExitCodes is the condition of a Rule on the container's exit code.
+type ExitCodes struct {
+	Operator Operator `json:"operator"`
+	Values   []int32  `json:"values"`
+}
+
+// Action is what a Rule does when it matches.
+type Action string
+
+// Rule actions (k8s.io/api core/v1 ContainerRestartRuleAction). Both restart this container in
+// place; RestartAllContainers (KEP-5532) restarts the pod's other containers, sidecars included,
+// with it.
+const (
+	ActionRestart              Action = "Restart"
+	ActionRestartAllContainers Action = "RestartAllContainers"
+)
+
+// Operator compares the exit code with a Rule's values.
+type Operator string
+
+// Operators (k8s.io/api core/v1 ContainerRestartRuleOnExitCodesOperator).
+const (
+	OpIn    Operator = "In"
+	OpNotIn Operator = "NotIn"
+)
+
+// ParseRules reads restartPolicyRules as JSON, strictly: an unknown field, action or operator,
+// a value that is not a whole number, or a rule without exitCodes is an error. A rule that
+// sidesync does not understand could restart the container where sidesync would not expect it.
+func ParseRules(data string) ([]Rule, error) {
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.DisallowUnknownFields()
+	var rules []Rule
+	if err := dec.Decode(&rules); err != nil {
+		return nil, fmt.Errorf(`not a JSON list of restartPolicyRules like [{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]: %w`, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("not a JSON list of restartPolicyRules: something follows the list")
+	}
+	for i, r := range rules {
+		if err := r.validate(); err != nil {
+			return nil, fmt.Errorf("rule %d: %w", i, err)
+		}
+	}
+	if rules == nil {
+		rules = []Rule{} // given, and empty: known to have no rules
+	}
+	return rules, nil
+}
+
+func (r Rule) validate() error {
+	switch {
+	case r.Action != ActionRestart && r.Action != ActionRestartAllContainers:
+		return fmt.Errorf("action %q: must be %s or %s", r.Action, ActionRestart, ActionRestartAllContainers)
+	case r.ExitCodes == nil:
+		return errors.New("no exitCodes: a rule needs exitCodes with an operator and values")
+	case r.ExitCodes.Operator != OpIn && r.ExitCodes.Operator != OpNotIn:
+		return fmt.Errorf("exitCodes operator %q: must be %s or %s", r.ExitCodes.Operator, OpIn, OpNotIn)
+	}
+	return nil
+}
+
+// matches reports whether the rule's condition holds for an exit code.
+func (r Rule) matches(code int) bool {
+	in := slices.ContainsFunc(r.ExitCodes.Values, func(v int32) bool { return int(v) == code })
+	return in == (r.ExitCodes.Operator == OpIn)
+}
+
+// String is the rule as the log shows it: "Restart when the exit code is In [1 2]".
+func (r Rule) String() string {
+	return fmt.Sprintf("%s when the exit code is %s %v", r.Action, r.ExitCodes.Operator, r.ExitCodes.Values)
+}
+
+// Spec is what decides whether a container restarts in place: its effective restartPolicy and
+// its restartPolicyRules. The zero Spec is unknown, and restarts nothing.
+type Spec struct {
+	Policy Policy
+	Rules  []Rule // nil: none known; an empty list: known to have none
+}
+
+// Known reports whether anything was said about the restarts.
+func (s Spec) Known() bool { return s.Policy != Unknown || s.Rules != nil }
+
+// Restarts reports whether the kubelet restarts the container in place after it exits with
+// code (a death by signal S is the code 128+S, as the kubelet reports it), and says why, as
+// Kubernetes decides (KEP-5307): the first rule whose exitCodes match decides; without one, the
+// restartPolicy does: Always restarts, OnFailure restarts after a non-zero code, Never and an
+// unknown policy do not.
+func (s Spec) Restarts(code int) (bool, string) {
+	for i, r := range s.Rules {
+		if r.ExitCodes != nil && r.matches(code) {
+			return true, fmt.Sprintf("restartPolicyRules[%d]: %s", i, r)
+		}
+	}
+	switch {
+	case s.Policy == Always:
+		return true, "restartPolicy Always"
+	case s.Policy == OnFailure && code != 0:
+		return true, "restartPolicy OnFailure"
+	case s.Policy == Unknown:
+		return false, "restartPolicy unknown"
+	}
+	return false, "restartPolicy " + string(s.Policy)
+}
