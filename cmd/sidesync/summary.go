@@ -89,8 +89,10 @@ func summaryLine(o outcome, code int) string {
 }
 
 // terminationLogBound is how long the termination message may hold up sidesync's exit: the
-// write never blocks on a pipe, so this only matters on a file system that hangs.
-const terminationLogBound = 50 * time.Millisecond
+// write never blocks on a pipe, so this only matters on a file system that hangs. It is not
+// shorter because a process starved of CPU (a node at load 20) can wait that long for the
+// goroutine that writes, on a file system that answers at once.
+const terminationLogBound = 500 * time.Millisecond
 
 // errTerminationLogSlow reports a termination log that did not take the message in time.
 var errTerminationLogSlow = errors.New("no answer from the file system in time; message dropped")
@@ -102,11 +104,23 @@ func writeTerminationLog(path, line string, bound time.Duration) error {
 	go func() { done <- appendTerminationLog(path, line) }()
 	t := time.NewTimer(bound)
 	defer t.Stop()
+	return firstAnswer(done, t.C)
+}
+
+// firstAnswer returns the write's answer, or errTerminationLogSlow if the bound passed first.
+// After a stall (a process starved of CPU) both may be ready at once, and select picks either:
+// the write's answer then wins, since it came in time as far as the file system is concerned.
+func firstAnswer(done <-chan error, bound <-chan time.Time) error {
 	select {
 	case err := <-done:
 		return err
-	case <-t.C:
-		return errTerminationLogSlow
+	case <-bound:
+		select {
+		case err := <-done:
+			return err
+		default:
+			return errTerminationLogSlow
+		}
 	}
 }
 

@@ -35,6 +35,11 @@ func parseURL(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("not a URL: %v", errors.Unwrap(err))
 	}
 	u.Fragment = ""
+	// The Config keeps u.String(), which must read back: an IPv6 zone of bytes that are not
+	// ASCII ("http://[::%25\x93]") is written escaped, and then refused by url.Parse.
+	if again, err := url.Parse(u.String()); err != nil || again.String() != u.String() {
+		return nil, errors.New("not a URL: its host does not read back")
+	}
 	return u, nil
 }
 
@@ -50,7 +55,10 @@ func parseTCP(s string) (string, error) {
 		return "", err
 	}
 	host, port, _ := cutPort(hostport)
-	if _, err := url.Parse("tcp://" + hostport); err != nil || strings.ContainsAny(host, " %") {
+	// A colon in the host is an IPv6 literal's, or the address would not read back: url.Parse
+	// takes "tcp://a:b:5432" for host "a:b", which net.JoinHostPort writes as "[a:b]:5432".
+	badColon := strings.Contains(host, ":") && net.ParseIP(host) == nil
+	if _, err := url.Parse("tcp://" + hostport); err != nil || strings.ContainsAny(host, " %") || badColon {
 		return "", fmt.Errorf("%q is not a host name or IP address", host)
 	}
 	return "tcp://" + net.JoinHostPort(host, port), nil

@@ -6,6 +6,7 @@ package detect
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,7 +38,14 @@ func readKeyValues(path string) (map[string]string, bool) {
 		return m, false
 	}
 	defer f.Close()
-	s := bufio.NewScanner(f)
+	return parseKeyValues(f), true
+}
+
+// parseKeyValues reads the lines of a downward-API file; a line without "=" is skipped, and a
+// value that is not quoted is kept as it is.
+func parseKeyValues(r io.Reader) map[string]string {
+	m := make(map[string]string)
+	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 64<<10), 1<<20) // Istio's status annotation is long
 	for s.Scan() {
 		k, v, ok := strings.Cut(s.Text(), "=")
@@ -49,7 +57,7 @@ func readKeyValues(path string) (map[string]string, bool) {
 		}
 		m[k] = v
 	}
-	return m, true
+	return m
 }
 
 // fromMetadata finds the sidecars that injectors marked on the pod, in the order of Signatures.

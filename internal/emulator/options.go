@@ -26,16 +26,42 @@ const (
 	Behaviour404 Behaviour = "404"
 	// Behaviour500 answers 500 with body "internal error\n".
 	Behaviour500 Behaviour = "500"
+	// Behaviour403 answers 403 with body "forbidden\n", as a sidecar
+	// that refuses the caller does.
+	Behaviour403 Behaviour = "403"
+	// Behaviour405 answers 405 with body "method not allowed\n".
+	Behaviour405 Behaviour = "405"
+	// BehaviourSlow answers as the real sidecar does, but only after
+	// Options.SlowBy (Reply.Delay): a sidecar under load.
+	BehaviourSlow Behaviour = "slow"
+	// BehaviourGarbage answers bytes that are no HTTP at all, then
+	// closes the connection (Outcome Garbage).
+	BehaviourGarbage Behaviour = "garbage"
+	// BehaviourEndless answers 200 with a body that never ends (Outcome
+	// Endless).
+	BehaviourEndless Behaviour = "endless"
+	// BehaviourRedirect answers 302 Found to redirectTarget on the same
+	// listener, which no route serves: a client that follows it shows up
+	// as a request event for that path.
+	BehaviourRedirect Behaviour = "redirect"
 )
+
+// redirectTarget is where BehaviourRedirect sends the client.
+const redirectTarget = "/followed-redirect"
+
+// DefaultSlowBy is the delay of BehaviourSlow when Options.SlowBy is zero.
+const DefaultSlowBy = 2 * time.Second
 
 // ReadyBehaviours lists the values Options.ReadyBehaviour accepts.
 func ReadyBehaviours() []Behaviour {
-	return []Behaviour{BehaviourOK, BehaviourHang, BehaviourReset, BehaviourEOF, Behaviour404, Behaviour500}
+	return []Behaviour{BehaviourOK, BehaviourHang, BehaviourReset, BehaviourEOF, Behaviour404, Behaviour500,
+		BehaviourSlow, BehaviourGarbage, BehaviourEndless, BehaviourRedirect}
 }
 
 // QuitBehaviours lists the values Options.QuitBehaviour accepts.
 func QuitBehaviours() []Behaviour {
-	return []Behaviour{BehaviourOK, BehaviourHang, Behaviour500, BehaviourReset, BehaviourEOF}
+	return []Behaviour{BehaviourOK, BehaviourHang, Behaviour500, BehaviourReset, BehaviourEOF,
+		Behaviour403, Behaviour404, Behaviour405, BehaviourSlow, BehaviourGarbage, BehaviourEndless, BehaviourRedirect}
 }
 
 // ParseBehaviour checks s against the allowed behaviours.
@@ -76,6 +102,9 @@ type Options struct {
 	ReadyBehaviour Behaviour
 	// QuitBehaviour governs RoleShutdown routes.
 	QuitBehaviour Behaviour
+	// SlowBy is how long BehaviourSlow holds each answer; zero means
+	// DefaultSlowBy.
+	SlowBy time.Duration
 	// ExitCode is the exit code after an accepted shutdown request.
 	ExitCode int
 	// ExitDelay is the time between accepting a shutdown request and
@@ -123,6 +152,9 @@ func (o Options) withDefaults() Options {
 	if o.Diagnostics == nil {
 		o.Diagnostics = io.Discard
 	}
+	if o.SlowBy == 0 {
+		o.SlowBy = DefaultSlowBy
+	}
 	return o
 }
 
@@ -135,6 +167,7 @@ func (o Options) validate() error {
 	}{
 		{"listen-after", o.ListenAfter}, {"ready-after", o.ReadyAfter}, {"exit-delay", o.ExitDelay},
 		{"shutdown-grace-period", o.ShutdownGracePeriod}, {"startup-grace-period", o.StartupGracePeriod},
+		{"slow-by", o.SlowBy},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("-%s: %v is negative", d.flag, d.v)
@@ -159,9 +192,24 @@ func (o Options) validate() error {
 }
 
 // apply carries out behaviour b in place of h. Behaviours other than ok
-// replace the profile's answer entirely.
-func (b Behaviour) apply(h Handler, r *Request) Reply {
+// and slow replace the profile's answer entirely; slow holds the
+// profile's answer for slowBy.
+func (b Behaviour) apply(h Handler, r *Request, slowBy time.Duration) Reply {
 	switch b {
+	case BehaviourSlow:
+		reply := h(r)
+		reply.Delay = slowBy
+		return reply
+	case BehaviourGarbage:
+		return Reply{Outcome: Garbage}
+	case BehaviourEndless:
+		return Reply{Outcome: Endless}
+	case BehaviourRedirect:
+		return Reply{Response: Response{Status: 302, Header: []Field{{"location", redirectTarget}}, Body: []byte("found\n")}}
+	case Behaviour403:
+		return Reply{Response: Text(403, "forbidden\n")}
+	case Behaviour405:
+		return Reply{Response: Text(405, "method not allowed\n")}
 	case BehaviourHang:
 		return Reply{Outcome: Hang}
 	case BehaviourReset:

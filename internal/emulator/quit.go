@@ -13,7 +13,7 @@ func (s *Sidecar) wrap(rt *Route, h Handler) Handler {
 			if s.opts.ReadyAfterProbes > 0 {
 				s.countProbe()
 			}
-			return b.apply(h, r)
+			return b.apply(h, r, s.opts.SlowBy)
 		}
 	case RoleShutdown:
 		return s.shutdownHandler(rt, h)
@@ -37,15 +37,18 @@ func (s *Sidecar) countProbe() {
 // shutdownHandler applies Options.QuitBehaviour to a shutdown route and
 // shuts the sidecar down when the request is accepted: with "ok" when the
 // profile's handler answers 2xx (a profile refuses with 403 or 404 where
-// the real sidecar does, ref §12 items 2 and 4), with "reset" and "eof"
-// always; "hang" and "500" keep the sidecar up. Refusals (401, 403, 404,
+// the real sidecar does, ref §12 items 2 and 4), and so with "slow", once
+// the delayed answer is out; with "reset", "eof", "garbage" and "endless"
+// always (the sidecar took the request and went away, ending the endless
+// answer); "hang", "redirect", "403", "404", "405" and "500" keep the
+// sidecar up. Refusals (401, 403, 404,
 // 405) therefore never quit.
 func (s *Sidecar) shutdownHandler(rt *Route, h Handler) Handler {
 	return func(r *Request) Reply {
 		b := s.opts.QuitBehaviour
-		reply := b.apply(h, r)
-		accepted := b == BehaviourReset || b == BehaviourEOF
-		if b == BehaviourOK {
+		reply := b.apply(h, r, s.opts.SlowBy)
+		accepted := b == BehaviourReset || b == BehaviourEOF || b == BehaviourGarbage || b == BehaviourEndless
+		if b == BehaviourOK || b == BehaviourSlow {
 			accepted = reply.Outcome == Answer && reply.Response.Status/100 == 2
 		}
 		if accepted {

@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
 // Outcome says how the server finishes a request.
@@ -26,7 +28,22 @@ const (
 	Reset
 	// Drop closes the connection without answering, so the peer sees EOF.
 	Drop
+	// Garbage writes bytes that are no HTTP response at all and closes
+	// the connection: a confused or wrong server on the sidecar's port.
+	Garbage
+	// Endless answers 200 and then a body that never ends, until the peer
+	// goes away or the server closes: a stuck stream.
+	Endless
 )
+
+// garbageBytes is what Outcome Garbage writes: no status line, binary
+// noise, and a blank line that a lenient parser might take for the end of
+// a head.
+const garbageBytes = "\x00\xff\xfeSSH-2.0-not-http \x1b[31m\r\n\r\n"
+
+// endlessHead starts the answer of Outcome Endless: no Content-Length and
+// no chunking, so only the connection's end would end the body.
+const endlessHead = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\n"
 
 // String returns the word used for the outcome in request events: "hang",
 // "reset" or "eof"; Answer has no word of its own because the event carries
@@ -39,6 +56,10 @@ func (o Outcome) String() string {
 		return "reset"
 	case Drop:
 		return "eof"
+	case Garbage:
+		return "garbage"
+	case Endless:
+		return "endless"
 	}
 	return "answer"
 }
@@ -49,6 +70,9 @@ type Reply struct {
 	Outcome Outcome
 	// Response is the answer; it is used only when Outcome is Answer.
 	Response Response
+	// Delay holds the answer back this long (a slow sidecar); Close cuts
+	// it short and drops the connection.
+	Delay time.Duration
 	// After, when not nil, runs once the answer has been flushed to the
 	// connection (or the connection reset or dropped). It runs on the
 	// request's goroutine and must not block: Server.Close waits for it.
@@ -67,6 +91,8 @@ type Server struct {
 	handler Handler
 	logf    func(r *Request, result string)
 	http    *http.Server
+
+	closing chan struct{} // closed by Close: ends Delays
 
 	mu       sync.Mutex
 	closed   bool
@@ -89,7 +115,7 @@ func NewServer(h Handler, logf func(r *Request, result string), diagnostics io.W
 	if diagnostics == nil {
 		diagnostics = io.Discard
 	}
-	s := &Server{handler: h, logf: logf, hijacked: make(map[net.Conn]struct{})}
+	s := &Server{handler: h, logf: logf, hijacked: make(map[net.Conn]struct{}), closing: make(chan struct{})}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true) // the admin endpoints emulated speak HTTP/1.1
 	s.http = &http.Server{
@@ -127,6 +153,9 @@ func (s *Server) Start(ln net.Listener) error {
 // safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.closing)
+	}
 	s.closed = true
 	for _, ln := range s.lns {
 		ln.Close()
@@ -185,6 +214,15 @@ func (s *Server) enter() bool {
 
 // finish carries out reply on the request's connection.
 func (s *Server) finish(w http.ResponseWriter, reply *Reply) {
+	if reply.Delay > 0 {
+		t := time.NewTimer(reply.Delay)
+		select {
+		case <-t.C:
+		case <-s.closing:
+			t.Stop()
+			panic(http.ErrAbortHandler) // closing: drop the connection unanswered
+		}
+	}
 	if reply.Outcome == Answer {
 		writeResponse(w, reply.Response)
 		return
@@ -203,6 +241,21 @@ func (s *Server) finish(w http.ResponseWriter, reply *Reply) {
 	case Reset:
 		if tc, ok := c.(*net.TCPConn); ok {
 			tc.SetLinger(0)
+		}
+	case Garbage:
+		io.WriteString(c, garbageBytes)
+	case Endless:
+		if s.track(c) {
+			// Writing fails only when the peer leaves or Close closes c.
+			chunk := []byte(strings.Repeat("endless body\n", 316)) // about 4 KiB
+			if _, err := io.WriteString(c, endlessHead); err == nil {
+				for {
+					if _, err := c.Write(chunk); err != nil {
+						break
+					}
+				}
+			}
+			s.forget(c)
 		}
 	}
 	c.Close()

@@ -115,8 +115,11 @@ func requestError(req *Request) *Error {
 	return e
 }
 
-// dial connects through the normal resolver, so a name such as "localhost" works whichever
-// address family the sidecar listens on: the dialer tries every address it resolves to.
+// dial connects to addr. The name "localhost" is the loopback interface itself, never looked
+// up: 127.0.0.1 is tried, then ::1, whatever /etc/hosts or DNS say (RFC 6761 section 6.3), so
+// that a sidecar on either family is reached and a quit meant for this pod's own sidecar can
+// never be sent elsewhere by an odd hosts file. Other names go through the normal resolver, and
+// the dialer tries every address they resolve to.
 func dial(ctx context.Context, addr string, local net.IP) (net.Conn, error) {
 	return dialUntil(ctx, addr, local, time.Time{})
 }
@@ -129,7 +132,24 @@ func dialUntil(ctx context.Context, addr string, local net.IP, deadline time.Tim
 	if local != nil {
 		d.LocalAddr = &net.TCPAddr{IP: local}
 	}
-	return d.DialContext(ctx, "tcp", addr)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || !IsLocalhost(host) {
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", port))
+	if err == nil || ctx.Err() != nil {
+		return conn, err
+	}
+	if conn6, err6 := d.DialContext(ctx, "tcp", net.JoinHostPort("::1", port)); err6 == nil {
+		return conn6, nil
+	}
+	return nil, err // 127.0.0.1's failure: ::1 may not even exist here
+}
+
+// IsLocalhost reports whether host is the name "localhost" (any case, with or without the
+// final dot), which dial takes to mean the loopback addresses without a lookup.
+func IsLocalhost(host string) bool {
+	return strings.EqualFold(strings.TrimSuffix(host, "."), "localhost")
 }
 
 // exchange writes raw on conn, reads the response and closes conn. It is separate from Do so the

@@ -4,7 +4,8 @@
 // The sidecars are built from source by scripts in .ci/ into a cache directory outside the
 // repository; this package only runs them, and skips the test when a binary is missing (or fails
 // it, when the matching *_REQUIRED variable is set, as CI may do). It uses only the standard
-// library.
+// library. Istio's pilot-agent runs with a stand-in for Envoy (the envoystandin command, built
+// here with go build): see README.md.
 package realsidecar
 
 import (

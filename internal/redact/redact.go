@@ -26,11 +26,15 @@ func String(s string) string {
 			break
 		}
 		start := i + j + 3
+		if !hasScheme(s[:i+j]) {
+			i = start // not a URL, but one may start within: "://http://user:pw@host"
+			continue
+		}
 		end := start + strings.IndexFunc(s[start:], terminates)
 		if end < start {
 			end = len(s)
 		}
-		if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 && hasScheme(s[:i+j]) {
+		if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
 			b.WriteString(s[done:start])
 			b.WriteString(Mask)
 			done = start + at

@@ -26,6 +26,10 @@ const (
 	JSON               // objects one after another, as kubectl reads them
 )
 
+// MaxInput bounds what Read reads: 16 MiB, five times the largest request the API server
+// accepts.
+const MaxInput = 16 << 20
+
 // Document is one document of a stream.
 type Document struct {
 	N      int            // its position in the stream, from 1, not counting comments alone
@@ -33,12 +37,19 @@ type Document struct {
 }
 
 // Read reads a whole stream: JSON when its first character is { or [, else YAML. Its error
-// names the document that is not an object, or not YAML or JSON at all; a YAML mapping with a
-// key twice is an error too, since one of the values would be dropped silently.
+// names the document that is not an object, or not YAML or JSON at all; a YAML mapping or a
+// JSON object with a key twice is an error too, since one of the values would be dropped
+// silently.
+// A stream larger than MaxInput is refused before it is parsed: a YAML or JSON parser needs
+// several times its input in memory, and no Kubernetes object comes near (the API server takes
+// requests of 3 MiB at most, etcd values of 1.5 MiB).
 func Read(r io.Reader) ([]Document, Format, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxInput+1))
 	if err != nil {
 		return nil, YAML, err
+	}
+	if len(data) > MaxInput {
+		return nil, YAML, fmt.Errorf("input larger than %d MiB: not a manifest kubectl could apply", MaxInput>>20)
 	}
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
 		docs, err := readJSON(data)
@@ -65,6 +76,9 @@ func readYAML(data []byte) ([]Document, error) {
 		}
 		j, err := yaml.YAMLToJSONStrict(chunk)
 		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		if err := checkShape(j); err != nil {
 			return nil, fmt.Errorf("document %d: %w", n, err)
 		}
 		obj, err := object(json.NewDecoder(bytes.NewReader(j)))
@@ -95,11 +109,73 @@ func readJSON(data []byte) ([]Document, error) {
 			}
 			return docs, nil
 		}
-		obj, err := object(dec)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		if err := checkShape(raw); err != nil {
+			return nil, fmt.Errorf("document %d: %w", n, err)
+		}
+		obj, err := object(json.NewDecoder(bytes.NewReader(raw)))
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", n, err)
 		}
 		docs = append(docs, Document{N: n, Object: obj})
+	}
+}
+
+// MaxDepth bounds how deeply a document's objects and arrays may nest. A Pod nests about 15
+// deep, a CustomResourceDefinition's schema a few dozen; what is deeper is no manifest, and would
+// only cost the recursive code after the reader (inject, the writer) stack and time.
+const MaxDepth = 512
+
+// checkShape refuses a JSON object with a key twice, as the YAML reader does (encoding/json
+// would keep the last value and drop the other silently), and nesting deeper than MaxDepth. raw
+// is valid JSON.
+func checkShape(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	type level struct {
+		keys   map[string]bool // nil in an array
+		expect bool            // the next string token is a key
+	}
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].keys != nil && stack[top].expect {
+			if k, ok := tok.(string); ok {
+				if stack[top].keys[k] {
+					return fmt.Errorf("key %q twice in one object", k)
+				}
+				stack[top].keys[k], stack[top].expect = true, false
+				continue
+			}
+		}
+		if top >= 0 && stack[top].keys != nil {
+			stack[top].expect = true // a value was read (or the object ends)
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			if len(stack) == MaxDepth {
+				return fmt.Errorf("nested deeper than %d levels", MaxDepth)
+			}
+			l := level{}
+			if tok == json.Delim('{') {
+				l = level{keys: make(map[string]bool), expect: true}
+			}
+			stack = append(stack, l)
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:top]
+			if top-1 >= 0 && stack[top-1].keys != nil {
+				stack[top-1].expect = true
+			}
+		}
 	}
 }
 
@@ -134,17 +210,42 @@ func Write(w io.Writer, docs []Document, f Format) error {
 			b.Write(j)
 			continue
 		}
-		y, err := yaml.JSONToYAML(j)
+		y, err := yaml.JSONToYAML(yamlReadable(j))
 		if err != nil {
 			return fmt.Errorf("document %d: %w", d.N, err)
 		}
-		if b.Len() > 0 {
+		// Read takes a stream that starts with { for JSON: an empty object ("{}") written first
+		// is marked as YAML by a separator before it.
+		if b.Len() > 0 || bytes.HasPrefix(y, []byte("{")) {
 			b.WriteString("---\n")
 		}
 		b.Write(y)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// yamlReadable escapes, in JSON text, the characters that JSON writes as they are but a YAML
+// reader refuses ("control characters are not allowed"): DEL, the C1 controls but NEL, U+FFFE
+// and U+FFFF. They can only be in strings, where \uXXXX is the same character to YAML.
+func yamlReadable(j []byte) []byte {
+	if !bytes.ContainsFunc(j, notYAML) {
+		return j
+	}
+	var b bytes.Buffer
+	for _, r := range string(j) {
+		if notYAML(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.Bytes()
+}
+
+// notYAML reports whether a YAML reader refuses r in its input (YAML 1.1's printable set).
+func notYAML(r rune) bool {
+	return r == 0x7f || r >= 0x80 && r <= 0x9f && r != 0x85 || r == 0xfffe || r == 0xffff
 }
 
 func marshal(v any, indent bool) ([]byte, error) {

@@ -1,0 +1,109 @@
+//go:build !nokubeapi
+
+package main
+
+// Kubernetes API faults of docs/FAULTS.md: detection reads the pod from an API server that
+// refuses, never answers, answers 403, or answers without end. Each is a loopback TLS listener
+// of the test's; the real kube-apiserver's 403 is TestDetectFromKubernetesAPI's.
+
+import (
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFaultKubeAPI: whatever the API server does, detection is bounded (3 s for the request),
+// says why it could not look (a warning with the cause), and the command runs at once with its
+// exit code kept; with --require-sidecar not being able to look is fatal (69, the command does
+// not run). The service-account token never appears in the output.
+func TestFaultKubeAPI(t *testing.T) {
+	const token = "kube-t0ken-s3cret"
+	forbidden := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"kind":"Status","reason":"Forbidden"}`)
+	}))
+	t.Cleanup(forbidden.Close)
+	endless := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(`{"kind":"Pod","metadata":{"annotations":{"x":"` + strings.Repeat("y", 4096) + `"}}}`)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(endless.Close)
+	// A TLS port that accepts and never says a word: not even the handshake.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	closed := strings.TrimPrefix(closedAdmin(t), "http://")
+
+	sa := t.TempDir()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: forbidden.Certificate().Raw})
+	for name, content := range map[string][]byte{"token": []byte(token), "ca.crt": ca, "namespace": []byte("jobs")} {
+		if err := os.WriteFile(filepath.Join(sa, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hostPort := func(s string) []string {
+		h, p, _ := net.SplitHostPort(strings.TrimPrefix(s, "https://"))
+		return []string{"KUBERNETES_SERVICE_HOST=" + h, "KUBERNETES_SERVICE_PORT=" + p, "POD_NAME=job-pod"}
+	}
+	tests := []struct {
+		name, addr string
+		want       []string
+	}{
+		{"refused", closed, []string{"connection refused"}},
+		{"403", forbidden.URL, []string{"403 Forbidden", "kubectl create role sidesync-get-pods --verb=get --resource=pods -n jobs"}},
+		{"never answers", silent.Addr().String(), []string{"deadline exceeded"}},
+		{"endless answer", endless.URL, []string{"incomplete answer"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"--pod-info", filepath.Join(sa, "none"), "--service-account-dir", sa, "--log-level", "debug"}
+			start := time.Now()
+			r := sidesync(t, hostPort(tt.addr), append(args, "--", bin.testcmd, "exit", "5")...)
+			t.Logf("detection and run took %v", time.Since(start))
+			if r.code != 5 {
+				t.Errorf("exit %d, want the command's 5; stderr:\n%s", r.code, r.stderr)
+			}
+			mustContain(t, r.stderr, append([]string{"WARN no sidecar configured or detected, but detection could not look"}, tt.want...)...)
+			marker := filepath.Join(t.TempDir(), "ran")
+			r2 := sidesync(t, hostPort(tt.addr), append(args, "--require-sidecar", "--", bin.testcmd, "touch", marker)...)
+			if r2.code != 69 {
+				t.Errorf("--require-sidecar: exit %d, want 69; stderr:\n%s", r2.code, r2.stderr)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("--require-sidecar: the command ran")
+			}
+			if strings.Contains(r.stderr+r2.stderr, token) {
+				t.Errorf("the token is in the log:\n%s\n%s", r.stderr, r2.stderr)
+			}
+		})
+	}
+}

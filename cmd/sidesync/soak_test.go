@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sidesync/sidesync/internal/emulator"
+)
+
+// The soaks look for the failures that show only once in thousands of runs (envoy-preflight
+// exited 1 at random on a runtime signal) and under many runs at once. Their sizes are
+// environment variables, so that `go test ./...` stays quick and CI runs them in full:
+//
+//	SIDESYNC_SOAK_RUNS=10000 go test ./cmd/sidesync -run '^TestSoak$' -count=1 -v
+//	SIDESYNC_SOAK_CONCURRENT=200 go test ./cmd/sidesync -run '^TestSoakConcurrent$' -count=1 -v
+//
+// SIDESYNC_SOAK_BINARY runs that sidesync binary (a release build, say) instead of this test
+// binary in its place.
+const (
+	envSoakRuns       = "SIDESYNC_SOAK_RUNS"
+	envSoakConcurrent = "SIDESYNC_SOAK_CONCURRENT"
+	envSoakBinary     = "SIDESYNC_SOAK_BINARY"
+)
+
+// soakBinary is the sidesync the soaks run.
+func soakBinary() string {
+	if b := os.Getenv(envSoakBinary); b != "" {
+		return b
+	}
+	return bin.sidesync
+}
+
+// soakSize reads a soak's size from its variable, with a default small enough for every run.
+func soakSize(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", name, v)
+	}
+	return n
+}
+
+// soakRun is one run of sidesync in a soak: its arguments, and what it must end with.
+type soakRun struct {
+	mode string
+	args []string
+	want int
+	// quitTo, when not nil, is the emulated sidecar of this run alone, which must be told to quit.
+	quitTo *emulator.Sidecar
+}
+
+// startSidecar starts an emulated Envoy in this process (no fork: the soak measures sidesync).
+func startSidecar(t testing.TB, opts emulator.Options) *emulator.Sidecar {
+	t.Helper()
+	sc := emulator.NewEnvoy(opts)
+	if err := sc.Start(context.Background()); err != nil {
+		t.Fatalf("starting an emulated Envoy: %v", err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	return sc
+}
+
+// checkSoakOutput returns what is wrong with a run's stderr: every line must be one of
+// sidesync's own log lines at INFO, and the last must be the summary with the exit code.
+func checkSoakOutput(stderr string, want int) string {
+	lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+	for _, l := range lines {
+		if !strings.Contains(l, " sidesync INFO ") {
+			return "unexpected line: " + l
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.Contains(last, " sidesync INFO done exit="+strconv.Itoa(want)+" ") {
+		return "the last line is not the summary of exit " + strconv.Itoa(want) + ": " + last
+	}
+	return ""
+}
+
+// TestSoak runs sidesync SIDESYNC_SOAK_RUNS times (default 60), a few at a time, in three modes
+// by turns: no sidecar (detection finds none), a ready emulated sidecar of its own that must be
+// told to quit, and a shared ready sidecar with --quit never; the command exits 0 or 1 by turns.
+// Every run must exit with the command's code and log nothing but INFO lines ending with the
+// summary: no error, no warning, no stray exit code.
+func TestSoak(t *testing.T) {
+	runs := soakSize(t, envSoakRuns, 60)
+	shared := startSidecar(t, emulator.Options{})
+	sharedAdmin := "http://" + shared.Addr()
+	noPodInfo := t.TempDir() // an empty directory: no downward-API files
+
+	plan := func(i int) soakRun {
+		code := i / 3 % 2 // 0 or 1, each mode gets both
+		// true and false: the smallest commands there are, so that the soak spends its time in sidesync.
+		cmd := []string{"--", []string{"true", "false"}[code]}
+		switch i % 3 {
+		case 0:
+			return soakRun{mode: "no sidecar", want: code,
+				args: append([]string{"--kube-api=false", "--pod-info=" + noPodInfo}, cmd...)}
+		case 1:
+			sc := startSidecar(t, emulator.Options{})
+			return soakRun{mode: "ready sidecar", want: code, quitTo: sc,
+				args: append([]string{"--admin", "http://" + sc.Addr()}, cmd...)}
+		default:
+			return soakRun{mode: "quit never", want: code,
+				args: append([]string{"--admin", sharedAdmin, "--quit", "never"}, cmd...)}
+		}
+	}
+
+	var (
+		mu       sync.Mutex
+		failures []string
+		byMode   = map[string]int{}
+		maxRSS   int64
+	)
+	next := atomic.Int64{}
+	workers := 4
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= runs {
+					return
+				}
+				r := plan(i)
+				code, stderr, rss := soakOnce(t, r.args)
+				problem := ""
+				if code != r.want {
+					problem = fmt.Sprintf("exit %d, want %d", code, r.want)
+				} else if p := checkSoakOutput(stderr, r.want); p != "" {
+					problem = p
+				} else if r.quitTo != nil {
+					select {
+					case <-r.quitTo.Done(): // told to quit, and stopped
+					case <-time.After(guard):
+						problem = "its sidecar was not told to quit"
+					}
+				}
+				mu.Lock()
+				byMode[r.mode]++
+				maxRSS = max(maxRSS, rss)
+				if problem != "" && len(failures) < 20 {
+					failures = append(failures, fmt.Sprintf("run %d (%s, %q): %s\n%s", i, r.mode, r.args, problem, stderr))
+				}
+				mu.Unlock()
+				if r.quitTo != nil {
+					r.quitTo.Close()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, f := range failures {
+		t.Error(f)
+	}
+	t.Logf("soak: %s: %d runs (%d no sidecar, %d ready sidecar, %d quit never), %d unexpected exit codes or log lines, %.0f runs/s with %d at a time, peak RSS of one sidesync or its command %d KiB (as wait4 reports it)",
+		soakBinary(), runs, byMode["no sidecar"], byMode["ready sidecar"], byMode["quit never"], len(failures), float64(runs)/elapsed.Seconds(), workers, maxRSS)
+}
+
+// soakOnce runs sidesync once and returns its exit code, its stderr and its peak RSS in KiB.
+func soakOnce(t *testing.T, args []string) (code int, stderr string, rssKiB int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, soakBinary(), args...)
+	cmd.Env = testEnv(nil)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return -1, "did not finish within the guard\n" + errb.String(), 0
+	}
+	if cmd.ProcessState == nil {
+		return -1, fmt.Sprintf("did not start: %v", err), 0
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rssKiB = ru.Maxrss
+	}
+	return cmd.ProcessState.ExitCode(), errb.String(), rssKiB
+}
+
+// TestSoakConcurrent starts SIDESYNC_SOAK_CONCURRENT (default 20) sidesyncs at once against
+// shared sidecars: half wait for an emulated Envoy and never quit it, half wait for and quit a
+// generic HTTP sidecar that counts the quits. Each command leaves an orphan grandchild, which
+// sidesync (--subreaper) must reap. Every run must exit with its command's code, the sidecar
+// must get exactly one quit per run of the second half, no sidesync may be left a zombie of
+// this process. Peak RSS is reported only: after a vfork, wait4's figure can include the test's own.
+func TestSoakConcurrent(t *testing.T) {
+	n := soakSize(t, envSoakConcurrent, 20)
+	envoy := startSidecar(t, emulator.Options{})
+	var quits, probes atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) { probes.Add(1) })
+	mux.HandleFunc("POST /quit", func(w http.ResponseWriter, _ *http.Request) { quits.Add(1) })
+	generic := httptest.NewServer(mux)
+	defer generic.Close()
+
+	type proc struct {
+		cmd    *exec.Cmd
+		stderr bytes.Buffer
+		want   int
+	}
+	procs := make([]*proc, n)
+	pidDir := t.TempDir()
+	start := time.Now()
+	for i := range procs {
+		p := &proc{want: i % 7}
+		args := []string{"--admin", "http://" + envoy.Addr(), "--quit", "never"}
+		if i%2 == 1 {
+			args = []string{"--ready-url", generic.URL + "/ready", "--quit-url", generic.URL + "/quit"}
+		}
+		// testcmd orphan leaves a grandchild that outlives it; then the command exits i%7.
+		args = append(args, "--subreaper", "--", "/bin/sh", "-c",
+			bin.testcmd+" orphan "+pidDir+"/"+strconv.Itoa(i)+" && exit "+strconv.Itoa(p.want))
+		p.cmd = exec.Command(soakBinary(), args...)
+		p.cmd.Env = testEnv(nil)
+		p.cmd.Stderr = &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatalf("starting sidesync %d: %v", i, err)
+		}
+		procs[i] = p
+	}
+	var maxRSS int64
+	for i, p := range procs {
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(2 * guard):
+			p.cmd.Process.Kill()
+			<-done
+			t.Fatalf("sidesync %d did not finish; stderr:\n%s", i, p.stderr.String())
+		}
+		if got := p.cmd.ProcessState.ExitCode(); got != p.want {
+			t.Errorf("sidesync %d: exit %d, want %d; stderr:\n%s", i, got, p.want, p.stderr.String())
+		} else if problem := checkSoakOutput(p.stderr.String(), p.want); problem != "" {
+			t.Errorf("sidesync %d: %s", i, problem)
+		}
+		if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			maxRSS = max(maxRSS, ru.Maxrss)
+		}
+	}
+	elapsed := time.Since(start)
+	// Each orphan writes its PID file and exits, maybe after its sidesync: wait for all of them,
+	// so that none still writes in pidDir when the test removes it.
+	for i := range n {
+		f := filepath.Join(pidDir, strconv.Itoa(i))
+		for deadline := time.Now().Add(guard); ; {
+			if _, err := os.Stat(f); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("orphan %d never wrote %s", i, f)
+			}
+			time.Sleep(10 * time.Millisecond) // polling a condition, bounded by the deadline
+		}
+	}
+	if got, want := quits.Load(), int64(n/2); got != want {
+		t.Errorf("the shared generic sidecar was told to quit %d times, want %d (one per run that quits it)", got, want)
+	}
+	if z := zombieChildren(t); len(z) > 0 {
+		t.Errorf("zombie children of the test process: %v", z)
+	}
+	t.Logf("soak: %s: %d sidesyncs at once, %d quits to the shared sidecar, %d readiness probes, no zombie, peak RSS of one sidesync or its command %d KiB (as wait4 reports it), all done in %v",
+		soakBinary(), n, quits.Load(), probes.Load(), maxRSS, elapsed.Round(time.Millisecond))
+}
+
+// zombieChildren lists the children of this process that have exited and not been reaped.
+func zombieChildren(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	var zombies []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ')'.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) >= 2 && fields[0] == "Z" && fields[1] == strconv.Itoa(self) {
+			zombies = append(zombies, pid)
+		}
+	}
+	return zombies
+}

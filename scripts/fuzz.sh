@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs every native Go fuzz target of the module, one at a time (go test -fuzz takes one target),
+# for FUZZTIME each, and prints a table: target | package | execs | result. Exits non-zero if any
+# target fails or none is found.
+#
+#   scripts/fuzz.sh                  # every target, FUZZTIME (default 10s) each
+#   FUZZTIME=1m scripts/fuzz.sh 'Parse|^FuzzRead$'  # only the targets whose name matches
+#
+# The targets are found by grepping for "func Fuzz...(f *testing.F)" in *_test.go files, so a new
+# one is never forgotten. A failing input is written by go test to the package's
+# testdata/fuzz/FuzzXxx/, where plain `go test` re-runs it; the log of each run is kept in
+# FUZZLOGS (a temporary directory by default) and the end of a failing one is printed.
+#
+# Settings: FUZZTIME (default 10s), FUZZPARALLEL (fuzzing workers per target, default the number
+# of CPUs, at most 2, so that a shared 2-core machine stays responsive), FUZZLOGS.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+fuzztime=${FUZZTIME:-10s}
+cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+parallel=${FUZZPARALLEL:-$((cpus < 2 ? cpus : 2))}
+filter=${1:-.}
+logs=${FUZZLOGS:-$(mktemp -d "${TMPDIR:-/tmp}/sidesync-fuzz.XXXXXX")}
+mkdir -p "$logs"
+
+# Every target as "dir name", sorted by package then name.
+mapfile -t targets < <(
+	grep -rE --include='*_test.go' --exclude-dir=testdata --exclude-dir=vendor --exclude-dir=.git \
+		-o '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . |
+		sed -E -e 's#^\./([^/]*_test\.go:)#././\1#' -e 's#^\./(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\(.*#\1 \2#' |
+		awk -v re="$filter" '$2 ~ re' | sort -u
+)
+if ((${#targets[@]} == 0)); then
+	echo "fuzz.sh: no fuzz target matches ${filter}" >&2
+	exit 1
+fi
+
+echo "fuzzing ${#targets[@]} targets for ${fuzztime} each, ${parallel} workers; logs in ${logs}"
+start=$SECONDS
+failed=0
+rows=()
+for t in "${targets[@]}"; do
+	dir=${t% *}
+	name=${t#* }
+	log="${logs}/${dir//\//_}.${name}.log"
+	t0=$SECONDS
+	if go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" -parallel "$parallel" "./${dir}" >"$log" 2>&1; then
+		result=ok
+	else
+		result=FAIL
+		failed=$((failed + 1))
+	fi
+	# execs from the last progress line: "fuzz: elapsed: 10s, execs: 123456 (12345/sec), ..."
+	execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -n 1 | cut -d' ' -f2 || true)
+	rows+=("${name}|./${dir}|${execs:--}|${result} ($((SECONDS - t0))s)")
+	printf '%-22s %-28s %10s  %s\n' "$name" "./${dir}" "${execs:--}" "${result} ($((SECONDS - t0))s)"
+	if [[ $result == FAIL ]]; then
+		echo "---- ${name}: end of ${log}"
+		tail -n 25 "$log" | sed 's/^/    /'
+		echo "----"
+	fi
+done
+
+echo
+printf '| %-22s | %-28s | %10s | %-12s |\n' target package execs result
+printf '| %-22s | %-28s | %10s | %-12s |\n' "$(printf -- '-%.0s' {1..22})" "$(printf -- '-%.0s' {1..28})" "$(printf -- '-%.0s' {1..10})" "$(printf -- '-%.0s' {1..12})"
+for r in "${rows[@]}"; do
+	IFS='|' read -r n p e res <<<"$r"
+	printf '| %-22s | %-28s | %10s | %-12s |\n' "$n" "$p" "$e" "$res"
+done
+echo
+echo "${#targets[@]} targets, ${failed} failed, wall time $((SECONDS - start))s"
+((failed == 0))
