@@ -177,25 +177,11 @@ func (p *CloudSQLProxy) Signal(sig os.Signal) error {
 // it could exit by itself). It fails the test if the process has not exited within 30 seconds.
 func (p *CloudSQLProxy) Wait(t testing.TB) int {
 	t.Helper()
-	select {
-	case <-p.done:
-		return p.code
-	case <-time.After(exitTimeout):
-		t.Fatalf("realsidecar: cloud-sql-proxy (pid %d) still running after %v; output:\n%s",
-			p.cmd.Process.Pid, exitTimeout, p.Output())
-		return -1
-	}
+	return awaitExit(t, p.done, &p.code, "cloud-sql-proxy", p.cmd.Process.Pid, p.Output)
 }
 
 // Exited reports, without blocking, whether the process has exited.
-func (p *CloudSQLProxy) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *CloudSQLProxy) Exited() bool { return closed(p.done) }
 
 // Output returns what the process has written so far to stdout and stderr, interleaved.
 func (p *CloudSQLProxy) Output() string {

@@ -259,25 +259,11 @@ func (a *IstioAgent) KillEnvoy(t testing.TB, sig syscall.Signal) {
 // fails the test if the agent has not exited within 30 seconds.
 func (a *IstioAgent) Wait(t testing.TB) int {
 	t.Helper()
-	select {
-	case <-a.done:
-		return a.code
-	case <-time.After(exitTimeout):
-		t.Fatalf("realsidecar: pilot-agent (pid %d) still running after %v; output:\n%s",
-			a.cmd.Process.Pid, exitTimeout, a.Output())
-		return -1
-	}
+	return awaitExit(t, a.done, &a.code, "pilot-agent", a.cmd.Process.Pid, a.Output)
 }
 
 // Exited reports, without blocking, whether the agent has exited.
-func (a *IstioAgent) Exited() bool {
-	select {
-	case <-a.done:
-		return true
-	default:
-		return false
-	}
-}
+func (a *IstioAgent) Exited() bool { return closed(a.done) }
 
 // Started is when the agent was started, for measurements.
 func (a *IstioAgent) Started() time.Time { return a.started }

@@ -13,7 +13,32 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"testing"
+	"time"
 )
+
+// awaitExit waits for done (closed once the process's cmd.Wait has returned) and returns code.
+// It fails the test, naming the process and showing its output, if that takes exitTimeout.
+func awaitExit(t testing.TB, done <-chan struct{}, code *int, name string, pid int, output func() string) int {
+	t.Helper()
+	select {
+	case <-done:
+		return *code
+	case <-time.After(exitTimeout):
+		t.Fatalf("realsidecar: %s (pid %d) still running after %v; output:\n%s", name, pid, exitTimeout, output())
+		return -1
+	}
+}
+
+// closed reports, without blocking, whether done is closed: whether the process has exited.
+func closed(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
 
 // freePorts returns n distinct TCP ports that were free on 127.0.0.1. All n listeners are held
 // open together so that the ports differ; they are closed before returning, so another process
