@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strconv"
 	"time"
@@ -239,11 +238,11 @@ func (p *prober) probeTCP(ctx context.Context) ProbeResult {
 			return r
 		}
 	}
-	var d net.Dialer
+	var deadline time.Time
 	if p.timeout > 0 {
-		d.Deadline = time.Now().Add(p.timeout)
+		deadline = time.Now().Add(p.timeout)
 	}
-	c, err := d.DialContext(ctx, "tcp", p.main.host)
+	c, err := httpc.Dial(ctx, p.main.host, deadline) // "localhost" is loopback, never a lookup
 	if err != nil {
 		r.Err = fmt.Errorf("connect %s: %w", p.main.host, err)
 		return r

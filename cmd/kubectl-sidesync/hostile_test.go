@@ -57,46 +57,53 @@ func deepBlocks(depth int) string {
 	return b.String()
 }
 
-// TestInjectHostileManifests: each hostile input ends in exit 2 within the guard, with the
-// memory the process allocated for it bounded (well under the 1 GiB an alias bomb expands to).
+// TestInjectHostileManifests: each hostile input ends in exit 2 within the guard, for inject
+// and for lint (which read through the same reader), with the memory the process allocated for
+// it bounded (well under the 1 GiB an alias bomb expands to).
 func TestInjectHostileManifests(t *testing.T) {
-	for _, tt := range hostileInputs() {
-		t.Run(tt.name, func(t *testing.T) {
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			type outcome struct {
-				code           int
-				stdout, stderr string
-			}
-			done := make(chan outcome, 1)
-			start := time.Now()
-			go func() {
-				code, stdout, stderr := injectRun(t, tt.stdin, injectImage)
-				done <- outcome{code, stdout, stderr}
-			}()
-			var o outcome
-			select {
-			case o = <-done:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("inject still running after 30s")
-			}
-			took := time.Since(start)
-			runtime.ReadMemStats(&after)
-			allocated := after.TotalAlloc - before.TotalAlloc
-			t.Logf("exit %d in %v, %d MiB allocated", o.code, took, allocated>>20)
-			if o.code != 2 || o.stdout != "" {
-				t.Errorf("exit %d, stdout %.100q; want 2 and nothing", o.code, o.stdout)
-			}
-			if !strings.Contains(o.stderr, tt.want) {
-				t.Errorf("stderr does not say %q:\n%.500s", tt.want, o.stderr)
-			}
-			if len(o.stderr) > 4096 {
-				t.Errorf("the error is %d bytes long: it should be one bounded line", len(o.stderr))
-			}
-			if limit := uint64(8 * manifest.MaxInput); allocated > limit {
-				t.Errorf("allocated %d MiB, more than %d MiB", allocated>>20, limit>>20)
-			}
-		})
+	commands := map[string]func(stdin string) (int, string, string){
+		"inject": func(stdin string) (int, string, string) { return injectRun(t, stdin, injectImage) },
+		"lint":   func(stdin string) (int, string, string) { return lintRun(stdin) },
+	}
+	for _, command := range []string{"inject", "lint"} {
+		for _, tt := range hostileInputs() {
+			t.Run(command+"/"+tt.name, func(t *testing.T) {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				type outcome struct {
+					code           int
+					stdout, stderr string
+				}
+				done := make(chan outcome, 1)
+				start := time.Now()
+				go func() {
+					code, stdout, stderr := commands[command](tt.stdin)
+					done <- outcome{code, stdout, stderr}
+				}()
+				var o outcome
+				select {
+				case o = <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("%s still running after 30s", command)
+				}
+				took := time.Since(start)
+				runtime.ReadMemStats(&after)
+				allocated := after.TotalAlloc - before.TotalAlloc
+				t.Logf("exit %d in %v, %d MiB allocated", o.code, took, allocated>>20)
+				if o.code != 2 || o.stdout != "" {
+					t.Errorf("exit %d, stdout %.100q; want 2 and nothing", o.code, o.stdout)
+				}
+				if !strings.Contains(o.stderr, tt.want) {
+					t.Errorf("stderr does not say %q:\n%.500s", tt.want, o.stderr)
+				}
+				if len(o.stderr) > 4096 {
+					t.Errorf("the error is %d bytes long: it should be one bounded line", len(o.stderr))
+				}
+				if limit := uint64(8 * manifest.MaxInput); allocated > limit {
+					t.Errorf("allocated %d MiB, more than %d MiB", allocated>>20, limit>>20)
+				}
+			})
+		}
 	}
 }

@@ -96,22 +96,32 @@ func parseLintFlags(args []string) (lintConfig, error) {
 func readObjects(files []string, stdin io.Reader) ([]lint.Object, error) {
 	var objs []lint.Object
 	for _, name := range files {
-		var data []byte
-		var err error
-		if name == "-" {
-			name = "stdin"
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(name)
+		got, err := readFile(name, stdin)
+		if err != nil {
+			return nil, err
 		}
+		objs = append(objs, got...)
+	}
+	return objs, nil
+}
+
+// readFile reads and decodes one file ("-" is stdin) through lint.Read, which stops reading at
+// its size bound: an endless stdin or a huge file is refused, not read into memory.
+func readFile(name string, stdin io.Reader) ([]lint.Object, error) {
+	r := stdin
+	if name == "-" {
+		name = "stdin"
+	} else {
+		f, err := os.Open(name)
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", name, err)
 		}
-		got, err := lint.Decode(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		objs = append(objs, got...)
+		defer f.Close()
+		r = f
+	}
+	objs, err := lint.Read(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return objs, nil
 }

@@ -107,3 +107,44 @@ func TestFaultKubeAPI(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultKubeAPISlow: an API server that answers slowly but within the 3 s bound (headers at
+// once, the Pod in three parts 250 ms apart) is read to the end: the Pod is used, with no
+// warning. The delays are the fault itself, not a synchronisation.
+func TestFaultKubeAPISlow(t *testing.T) {
+	const pod = `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"job-pod","namespace":"jobs"},` +
+		`"spec":{"restartPolicy":"Never","containers":[{"name":"app","image":"example/app:1"}]}}`
+	slow := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		third := len(pod) / 3
+		for i, part := range []string{pod[:third], pod[third : 2*third], pod[2*third:]} {
+			if i > 0 {
+				time.Sleep(250 * time.Millisecond)
+			}
+			fmt.Fprint(w, part)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(slow.Close)
+	sa := t.TempDir()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: slow.Certificate().Raw})
+	for name, content := range map[string][]byte{"token": []byte("t"), "ca.crt": ca, "namespace": []byte("jobs")} {
+		if err := os.WriteFile(filepath.Join(sa, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, p, _ := net.SplitHostPort(strings.TrimPrefix(slow.URL, "https://"))
+	env := []string{"KUBERNETES_SERVICE_HOST=" + h, "KUBERNETES_SERVICE_PORT=" + p, "POD_NAME=job-pod"}
+	start := time.Now()
+	r := sidesync(t, env, "--pod-info", filepath.Join(sa, "none"), "--service-account-dir", sa, "--", bin.testcmd, "exit", "5")
+	t.Logf("detection and run took %v", time.Since(start))
+	if r.code != 5 {
+		t.Errorf("exit %d, want the command's 5; stderr:\n%s", r.code, r.stderr)
+	}
+	mustContain(t, r.stderr, "INFO no sidecar configured or detected: running the command without waiting",
+		"Kubernetes API: pod jobs/job-pod has no known sidecar")
+	if strings.Contains(r.stderr, "WARN") {
+		t.Errorf("a warning for a slow but complete answer:\n%s", r.stderr)
+	}
+}

@@ -12,7 +12,7 @@ import (
 )
 
 // TestFaultLocalhost: "localhost" is never looked up: sidesync tries 127.0.0.1, then ::1. A
-// sidecar on either address is waited for and told to quit, with or without an /etc/hosts
+// sidecar on either address is waited for (by an HTTP probe and by a TCP check) and told to quit, with or without an /etc/hosts
 // entry for localhost, when /etc/hosts lists ::1 first, and when a hostile /etc/hosts points
 // localhost at another machine (a quit there would go to someone else's sidecar: the loopback
 // check of quit URLs trusts the name). The /etc/hosts cases run sidesync in a mount namespace
@@ -45,17 +45,25 @@ func TestFaultLocalhost(t *testing.T) {
 			if tc.hosts != "" && !canHosts {
 				t.Skip("needs root and unshare to give sidesync its own /etc/hosts")
 			}
-			e := startEmu(t, "--listen", tc.listen, "--ready-after-probes", "1")
-			url := "http://localhost:" + e.port("admin")
-			args := []string{"--admin", url, "--timeout", "5s", "--", bin.testcmd, "exit", "0"}
-			var r result
-			if tc.hosts == "" {
-				r = sidesync(t, nil, args...)
-			} else {
+			run := func(args ...string) result {
+				if tc.hosts == "" {
+					return sidesync(t, nil, args...)
+				}
 				hosts := filepath.Join(t.TempDir(), "hosts")
 				os.WriteFile(hosts, []byte(tc.hosts), 0o644)
-				r = runProgram(t, nil, unshare, append([]string{"--mount", "sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, hosts, bin.sidesync}, args...)...)
+				return runProgram(t, nil, unshare, append([]string{"--mount", "sh", "-c", `mount --bind "$0" /etc/hosts && exec "$@"`, hosts, bin.sidesync}, args...)...)
 			}
+			e := startEmu(t, "--listen", tc.listen, "--ready-after-probes", "1")
+			// The TCP check first: a connection accepted is all it needs, and the emulator's
+			// admin listener accepts one before it is ready.
+			tcp := "tcp://localhost:" + e.port("admin")
+			r := run("--sidecar", "tcp:ready="+tcp, "--timeout", "5s", "--", bin.testcmd, "exit", "0")
+			if r.code != 0 {
+				t.Errorf("tcp check: exit %d; stderr:\n%s", r.code, r.stderr)
+			}
+			mustContain(t, r.stderr, "sidecar ready sidecar=tcp url="+tcp)
+			url := "http://localhost:" + e.port("admin")
+			r = run("--admin", url, "--timeout", "5s", "--", bin.testcmd, "exit", "0")
 			if r.code != 0 {
 				t.Errorf("exit %d; stderr:\n%s", r.code, r.stderr)
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -196,14 +197,21 @@ func runProgram(t *testing.T, env []string, program string, args ...string) resu
 	cmd.Env = testEnv(env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = time.Second // a stray grandchild holding the pipes must not hang the test
+	// At the guard, SIGABRT, which sidesync does not catch: the Go runtime prints every
+	// goroutine's stack, so a hang says where it hung.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGABRT) }
+	// A stray grandchild holding the pipes must not hang the test; the delay is long enough for
+	// a starved reader to drain what sidesync wrote.
+	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("sidesync %q did not finish within %v; stderr:\n%s", args, guard, stderr.String())
+		t.Fatalf("sidesync %q did not finish within %v; stderr (ending with its stacks):\n%s", args, guard, stderr.String())
 	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
+	} else if errors.Is(err, exec.ErrWaitDelay) {
+		t.Fatalf("sidesync %q exited, but something held its output open %v longer", args, cmd.WaitDelay)
 	} else if err != nil {
 		t.Fatalf("sidesync %q: %v", args, err)
 	}

@@ -99,8 +99,12 @@ func launch(t *testing.T, env []string, attr *syscall.SysProcAttr, args ...strin
 		t.Fatal(err)
 	}
 	r.stdout = lines(out)
+	// After a failure, the command (testcmd block, say) may outlive a killed sidesync and hold
+	// stderr open: closing stdin ends it, and the delay bounds the wait for the rest.
+	r.cmd.WaitDelay = guard
 	go func() { r.cmd.Wait(); close(r.done) }()
 	t.Cleanup(func() {
+		r.stdin.Close()
 		r.cmd.Process.Kill()
 		<-r.done
 	})
@@ -121,7 +125,13 @@ func (r *running) exit() int {
 	case <-r.done:
 		return r.cmd.ProcessState.ExitCode()
 	case <-time.After(guard):
-		r.t.Fatalf("sidesync still running after %v; stderr:\n%s", guard, r.stderr)
+		// SIGABRT, which sidesync does not catch: the runtime prints every goroutine's stack.
+		r.cmd.Process.Signal(syscall.SIGABRT)
+		select {
+		case <-r.done:
+		case <-time.After(guard):
+		}
+		r.t.Fatalf("sidesync still running after %v; stderr (ending with its stacks):\n%s", guard, r.stderr)
 	}
 	return -1
 }

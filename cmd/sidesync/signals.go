@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
 	"sync"
 	"syscall"
 
@@ -36,16 +37,22 @@ type signalError struct{ sig syscall.Signal }
 func (e *signalError) Error() string { return "received " + child.SignalName(e.sig) }
 
 // signals is the one owner of signal delivery, from the start of the process to its end: one
-// signal.Notify, one goroutine. Before the command starts, a stop signal cancels the run's
-// context (with a *signalError as its cause): the wait stops, the command never starts, the
-// sidecars are still told to quit. Once the command has started, every forwarded signal goes to
-// it. The hand-over between the two happens under one lock (startCommand), so no signal falls
-// between them (issue 7, fault 1). SIGCHLD is not needed (the reaper waits with waitid), nor
-// SIGPIPE (sidesync's own messages go to a duplicate of stderr, on which a broken pipe is a
-// write error, not a signal: see ownStderr).
+// goroutine, fed by one channel per forwarded signal. Before the command starts, a stop signal
+// cancels the run's context (with a *signalError as its cause): the wait stops, the command never
+// starts, the sidecars are still told to quit. Once the command has started, every forwarded
+// signal goes to it. The hand-over between the two happens under one lock (startCommand), so no
+// signal falls between them (issue 7, fault 1). SIGCHLD is not needed (the reaper waits with
+// waitid), nor SIGPIPE (sidesync's own messages go to a duplicate of stderr, on which a broken
+// pipe is a write error, not a signal: see ownStderr).
+//
+// os/signal drops a signal when its channel is full. With one shared channel, a burst of one
+// signal (a resize storm, a supervisor repeating SIGHUP) could fill it and push out a SIGTERM
+// that came next. With one channel of one slot per signal, a signal is dropped only when the
+// same signal is already waiting: it coalesces, as the kernel coalesces a pending standard
+// signal, and no kind of signal is ever lost (TestSignalBurstKeepsStop).
 type signals struct {
-	ch    chan os.Signal
-	ready chan struct{} // closed once signals are caught
+	chans []chan os.Signal // one per forwarded signal, of one slot each
+	ready chan struct{}    // closed once signals are caught
 
 	mu     sync.Mutex
 	log    *slog.Logger
@@ -59,9 +66,14 @@ type signals struct {
 // thread per signal (about 0.2 ms each on a small VM), so it runs alongside the parsing of the
 // configuration and the resolve phase; await is called before the wait and the start.
 func listen(stop context.CancelCauseFunc) *signals {
-	s := &signals{ch: make(chan os.Signal, 16), stop: stop, log: slog.New(slog.DiscardHandler), ready: make(chan struct{})}
+	s := &signals{stop: stop, log: slog.New(slog.DiscardHandler), ready: make(chan struct{})}
+	for range forwarded {
+		s.chans = append(s.chans, make(chan os.Signal, 1))
+	}
 	go func() {
-		signal.Notify(s.ch, forwarded...)
+		for i, sig := range forwarded {
+			signal.Notify(s.chans[i], sig)
+		}
 		close(s.ready)
 		s.loop()
 	}()
@@ -80,9 +92,15 @@ func (s *signals) configure(log *slog.Logger, group bool) {
 }
 
 // loop runs until the process exits: stopping signal delivery before exit would only cost time.
+// Of the signals waiting at once, select takes any: the kernel does not keep their order either.
 func (s *signals) loop() {
-	for sig := range s.ch {
-		s.deliver(sig.(syscall.Signal))
+	cases := make([]reflect.SelectCase, len(s.chans))
+	for i, c := range s.chans {
+		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)}
+	}
+	for {
+		_, v, _ := reflect.Select(cases)
+		s.deliver(v.Interface().(syscall.Signal))
 	}
 }
 

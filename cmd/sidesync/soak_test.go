@@ -182,9 +182,11 @@ func soakOnce(t *testing.T, args []string) (code int, stderr string, rssKiB int6
 	cmd.Env = testEnv(nil)
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGABRT) } // stacks, as in runProgram
+	cmd.WaitDelay = guard
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		return -1, "did not finish within the guard\n" + errb.String(), 0
+		return -1, "did not finish within the guard; stderr (ending with its stacks):\n" + errb.String(), 0
 	}
 	if cmd.ProcessState == nil {
 		return -1, fmt.Sprintf("did not start: %v", err), 0

@@ -22,7 +22,8 @@ func (p *parser) buildSidecars(cfg *Config) {
 			p.problem(fmt.Errorf("%s: %s: %w", s.source, s.profile, err))
 			continue
 		}
-		p.checkLoopback(s.source, sc.Quit)
+		p.checkReadyLoopback(s.source+": "+s.profile, sc.Ready)
+		p.checkLoopback(s.source+": "+s.profile, sc.Quit)
 		scs = append(scs, sc)
 	}
 	uniqueNames(scs)
@@ -44,8 +45,10 @@ func (p *parser) legacySidecars() []sidecar.Sidecar {
 	switch {
 	case in.readyURL != "":
 		main.Name, main.Ready = "sidecar", &sidecar.Check{Kind: sidecar.HTTPStatus, URL: in.readyURL}
+		p.checkReadyLoopback(p.source[flagReadyURL], main.Ready)
 	case p.given(flagAdmin):
 		main.Ready = &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: in.admin}
+		p.checkReadyLoopback(p.source[flagAdmin], main.Ready)
 	}
 	var extra []sidecar.Call
 	switch {
@@ -82,6 +85,19 @@ func (p *parser) checkLoopback(source string, c *sidecar.Call) {
 		source, c.URL, flagAllowRemote, EnvName(flagAllowRemote)))
 }
 
+// checkReadyLoopback refuses a readiness check outside loopback unless --allow-remote-ready (or
+// --allow-remote-quit, which trusts the remote sidecar with more): the sidecars sidesync waits
+// for are in this pod, and a probe elsewhere is a mistake or a way to make this pod talk to
+// another machine. (scuttle's ENVOY_ADMIN_API keeps scuttle's meaning: it is waited for wherever
+// it points, and only told to quit on loopback.)
+func (p *parser) checkReadyLoopback(source string, c *sidecar.Check) {
+	if c == nil || p.in.allowRemoteReady || p.in.allowRemoteQuit || IsLoopback(c.URL) {
+		return
+	}
+	p.problem(fmt.Errorf("%s: readiness URL %s is not on a loopback address; waiting for a sidecar of another machine is refused unless --%s (%s=true) is given",
+		source, c.URL, flagAllowReady, EnvName(flagAllowReady)))
+}
+
 // uniqueNames makes the sidecars' names unique for logs: istio, istio-2, ...
 func uniqueNames(scs []sidecar.Sidecar) {
 	seen := make(map[string]int)
@@ -104,8 +120,8 @@ type ParsedSidecar struct {
 // as the pod annotation sidesync.io/sidecars carries it ("istio,cloudsql:ready-port=9190,
 // quit-port=9191"); lookupEnv supplies DAPR_API_TOKEN. Unlike the flag, which fails as a whole,
 // it returns every entry that is valid, and joins the problems of the others in err: a pod that
-// is already running is better served by the sidecars that can be read. A quit URL outside
-// loopback is a problem, as it is without --allow-remote-quit.
+// is already running is better served by the sidecars that can be read. A quit or readiness URL
+// outside loopback is a problem, as it is without --allow-remote-quit and --allow-remote-ready.
 func ParseSidecars(value string, lookupEnv func(string) (string, bool)) ([]ParsedSidecar, error) {
 	pieces, problems := splitSpecs(value)
 	var out []ParsedSidecar
@@ -121,6 +137,8 @@ func ParseSidecars(value string, lookupEnv func(string) (string, bool)) ([]Parse
 			problems = append(problems, fmt.Errorf("%s: %w", sp.profile, err))
 		case sc.Quit != nil && !IsLoopback(sc.Quit.URL):
 			problems = append(problems, fmt.Errorf("%s: quit URL %s is not on a loopback address", sp.profile, sc.Quit.URL))
+		case sc.Ready != nil && !IsLoopback(sc.Ready.URL):
+			problems = append(problems, fmt.Errorf("%s: readiness URL %s is not on a loopback address", sp.profile, sc.Ready.URL))
 		default:
 			out = append(out, ParsedSidecar{Profile: sp.profile, Sidecar: sc})
 		}

@@ -103,10 +103,10 @@ func (p *parser) articleSidecar(a article) {
 		p.note(slog.LevelInfo, "PROXY=true without proxyEndpoint: using Envoy's admin at %s, as in the article", DefaultAdmin)
 	}
 	q := sidecar.EnvoyQuit(admin)
+	ready := &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: admin}
 	p.checkLoopback(source, &q)
-	p.compatSidecars = append(p.compatSidecars, sidecar.Sidecar{
-		Name: "envoy", Ready: &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: admin}, Quit: &q,
-	})
+	p.checkReadyLoopback(source, ready)
+	p.compatSidecars = append(p.compatSidecars, sidecar.Sidecar{Name: "envoy", Ready: ready, Quit: &q})
 }
 
 // articleSeconds reads interval or maxRetries: whole numbers that .NET's Convert.ToInt16 accepts

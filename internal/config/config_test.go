@@ -189,8 +189,24 @@ func TestUsageErrors(t *testing.T) {
 		{"bad variable", ModeWait, nil, []string{"SIDESYNC_TIMEOUT=soon"}, []string{`SIDESYNC_TIMEOUT="soon": not a duration`}},
 		{"bad bool variable", ModeWait, nil, []string{"SIDESYNC_NO_WAIT=yes"}, []string{`SIDESYNC_NO_WAIT="yes": not a boolean`}},
 		{"zero interval", ModeWait, []string{"--interval", "0"}, nil, []string{`--interval "0": must be more than 0`}},
-		{"remote quit refused", ModeWait, []string{"--admin", "http://10.1.2.3:15000"}, nil, []string{"--admin: quit URL http://10.1.2.3:15000/quitquitquit is not on a loopback address"}},
-		{"remote quit refused even when disabled", ModeWait, []string{"--admin", "http://10.0.0.5:15000", "--disabled"}, nil, []string{"--admin: quit URL http://10.0.0.5:15000/quitquitquit is not on a loopback address"}},
+		{"remote quit refused", ModeWait, []string{"--admin", "http://10.1.2.3:15000"}, nil, []string{
+			"--admin: readiness URL http://10.1.2.3:15000 is not on a loopback address; waiting for a sidecar of another machine is refused unless --allow-remote-ready (SIDESYNC_ALLOW_REMOTE_READY=true) is given",
+			"--admin: quit URL http://10.1.2.3:15000/quitquitquit is not on a loopback address"}},
+		{"remote quit refused even when disabled", ModeWait, []string{"--admin", "http://10.0.0.5:15000", "--disabled"}, nil, []string{
+			"--admin: readiness URL http://10.0.0.5:15000 is not on a loopback address",
+			"--admin: quit URL http://10.0.0.5:15000/quitquitquit is not on a loopback address"}},
+		{"remote quit refused, remote readiness allowed", ModeWait, []string{"--admin", "http://10.1.2.3:15000", "--allow-remote-ready"}, nil, []string{
+			"--admin: quit URL http://10.1.2.3:15000/quitquitquit is not on a loopback address"}},
+		{"remote readiness refused", ModeWait, []string{"--ready-url", "http://db.example:8080/health"}, nil, []string{
+			"--ready-url: readiness URL http://db.example:8080/health is not on a loopback address"}},
+		{"remote tcp check refused", ModeWait, nil, []string{"SIDESYNC_SIDECARS=tcp:ready=tcp://10.9.8.7:5432"}, []string{
+			"SIDESYNC_SIDECARS: tcp: readiness URL tcp://10.9.8.7:5432 is not on a loopback address"}},
+		{"remote host= refused", ModeWait, []string{"--sidecar", "linkerd:host=10.0.0.9"}, nil, []string{
+			"--sidecar: linkerd: readiness URL http://10.0.0.9:4191/ready is not on a loopback address",
+			"--sidecar: linkerd: quit URL http://10.0.0.9:4191/shutdown is not on a loopback address"}},
+		{"article's remote proxyEndpoint refused", ModeWait, nil, []string{"PROXY=true", "proxyEndpoint=http://10.0.0.3:15000/"}, []string{
+			"proxyEndpoint: readiness URL http://10.0.0.3:15000/ is not on a loopback address",
+			"proxyEndpoint: quit URL http://10.0.0.3:15000/quitquitquit is not on a loopback address"}},
 		{"remote quit url refused", ModeWait, nil, []string{"SIDESYNC_QUIT_URL=http://vault.svc:8200/agent/v1/quit"}, []string{"SIDESYNC_QUIT_URL: quit URL http://vault.svc:8200/agent/v1/quit is not on a loopback address"}},
 		{"no command", ModeRun, []string{"--timeout=1s"}, nil, []string{"no command given"}},
 		{"command for wait", ModeWait, []string{"--", "true"}, nil, []string{"unexpected arguments for sidesync wait"}},

@@ -25,7 +25,8 @@ type flagRun struct {
 
 // everyFlag sets every flag to a value other than its default. --disabled cannot share a run
 // with --require-sidecar (they contradict each other) and hides the sidecars, and --ready-url
-// replaces what --admin's readiness check would be, so each has a run of its own.
+// replaces what --admin's readiness check would be (its run, with a remote URL, has
+// --allow-remote-ready), so each has a run of its own.
 var everyFlag = []flagRun{
 	{"all but --disabled and --ready-url", []string{
 		"--sidecar", "istio", "--admin", "http://127.0.0.1:19000", "--quit-url", "http://10.0.0.1:1/q", "--allow-remote-quit",
@@ -53,8 +54,8 @@ var everyFlag = []flagRun{
 			ExitCodes: &restart.ExitCodes{Operator: restart.OpIn, Values: []int32{42}}}}}
 		c.PlatformCommands = map[string][]string{"linux/amd64": {"/app", "-v"}, "linux/arm64/v8": {"/app-arm64"}}
 	}},
-	{"--ready-url", []string{"--ready-url", "http://127.0.0.1:15021/healthz/ready"}, sidecars(sidecar.Sidecar{
-		Name: "sidecar", Ready: &sidecar.Check{Kind: sidecar.HTTPStatus, URL: "http://127.0.0.1:15021/healthz/ready"},
+	{"--ready-url", []string{"--ready-url", "http://10.0.0.2:15021/healthz/ready", "--allow-remote-ready"}, sidecars(sidecar.Sidecar{
+		Name: "sidecar", Ready: &sidecar.Check{Kind: sidecar.HTTPStatus, URL: "http://10.0.0.2:15021/healthz/ready"},
 	})},
 	{"--disabled", []string{"--disabled"}, disabled},
 }

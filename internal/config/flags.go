@@ -11,12 +11,14 @@ import (
 )
 
 // inputs are the settings that only feed derived values, so they are parser state rather than
-// Config fields: where the sidecars are (for Sidecars) and whether a quit may leave loopback.
+// Config fields: where the sidecars are (for Sidecars) and whether a probe or a quit may leave
+// loopback.
 type inputs struct {
-	specs           []spec // --sidecar
-	admin, readyURL string
-	quitURLs        []string
-	allowRemoteQuit bool
+	specs            []spec // --sidecar
+	admin, readyURL  string
+	quitURLs         []string
+	allowRemoteQuit  bool
+	allowRemoteReady bool
 }
 
 // Flag names, used where one setting refers to another.
@@ -38,6 +40,7 @@ const (
 	flagQuitReqTime  = "quit-request-timeout"
 	flagLogLevel     = "log-level"
 	flagAllowRemote  = "allow-remote-quit"
+	flagAllowReady   = "allow-remote-ready"
 	flagProbeTimeout = "probe-timeout"
 	flagPlatformCmds = "platform-commands"
 )
@@ -69,6 +72,7 @@ func newFlagSet(cfg *Config, in *inputs) *flag.FlagSet {
 	fs.Var(restartPolicyValue{&cfg.Restart.Policy}, "restart-policy", "this container's restart `policy` (its restartPolicy, else the pod's): Never, OnFailure or Always; empty: unknown, and no restart is assumed. When the kubelet restarts the container in place after the command's exit, the sidecars are not told to quit")
 	fs.Var(restartRulesValue{&cfg.Restart.Rules}, "restart-rules", "this container's restartPolicyRules as `JSON` (Kubernetes 1.35+), e.g. [{\"action\":\"Restart\",\"exitCodes\":{\"operator\":\"In\",\"values\":[42]}}]; an exit that they restart does not quit the sidecars")
 	fs.Var(boolValue{&in.allowRemoteQuit}, flagAllowRemote, "allow quit URLs on hosts other than localhost and 127.0.0.0/8 or ::1")
+	fs.Var(boolValue{&in.allowRemoteReady}, flagAllowReady, "allow readiness checks (HTTP probes, tcp:// checks) on hosts other than localhost and 127.0.0.0/8 or ::1 (--allow-remote-quit allows them too)")
 	fs.Var(boolValue{&cfg.SignalGroup}, "signal-group", "forward signals to the command's whole process group, not just the command")
 	fs.Var(boolValue{&cfg.Subreaper}, "subreaper", "reap orphaned processes even when not PID 1 (become a child subreaper)")
 	fs.Var(words(&cfg.LogFormat, "text", "json"), "log-format", "log format on stderr: `text` or json")

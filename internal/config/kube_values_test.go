@@ -43,12 +43,13 @@ func TestParseSidecars(t *testing.T) {
 		t.Errorf("ParseSidecars (-want +got):\n%s\nerr %v", diff, err)
 	}
 
-	got, err = ParseSidecars("port=1,bogus,linkerd:native=maybe,dapr,http:quit=http://10.0.0.1/quit,kuma:port", envOf())
+	got, err = ParseSidecars("port=1,bogus,linkerd:native=maybe,dapr,http:quit=http://10.0.0.1/quit,kuma:port,tcp:ready=tcp://db.example:5432", envOf())
 	if diff := cmp.Diff([]ParsedSidecar{{"dapr", profile(t, "dapr")}}, got); diff != "" {
 		t.Errorf("valid entries (-want +got):\n%s", diff)
 	}
 	for _, problem := range []string{`"port=1": a setting before any sidecar name`, `unknown sidecar "bogus"`,
-		`linkerd: native="maybe": not a boolean`, "http: quit URL http://10.0.0.1/quit is not on a loopback address", `"port": settings are KEY=VALUE`} {
+		`linkerd: native="maybe": not a boolean`, "http: quit URL http://10.0.0.1/quit is not on a loopback address", `"port": settings are KEY=VALUE`,
+		"tcp: readiness URL tcp://db.example:5432 is not on a loopback address"} {
 		if err == nil || !strings.Contains(err.Error(), problem) {
 			t.Errorf("error %v does not mention %q", err, problem)
 		}

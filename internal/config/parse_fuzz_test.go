@@ -119,7 +119,14 @@ func checkFuzzedConfig(t *testing.T, cfg *Config, mode Mode, args, env string) {
 		}
 	}
 	allowed := cfg.Disabled || strings.Contains(args, "allow-remote-quit") || strings.Contains(env, "ALLOW_REMOTE_QUIT")
+	// --allow-remote-quit allows remote readiness too; scuttle's ENVOY_ADMIN_API keeps its meaning
+	// (waited for wherever it points).
+	readyAllowed := allowed || strings.Contains(args, "allow-remote-ready") || strings.Contains(env, "ALLOW_REMOTE_READY") ||
+		strings.Contains(env, "ENVOY_ADMIN_API")
 	for _, sc := range cfg.Sidecars {
+		if sc.Ready != nil && !readyAllowed && !IsLoopback(sc.Ready.URL) {
+			t.Fatalf("non-loopback readiness URL %s accepted", sc.Ready.URL)
+		}
 		if sc.Quit == nil {
 			continue
 		}

@@ -124,6 +124,12 @@ func dial(ctx context.Context, addr string, local net.IP) (net.Conn, error) {
 	return dialUntil(ctx, addr, local, time.Time{})
 }
 
+// Dial connects to addr as dial does ("localhost" is never looked up), within deadline (zero:
+// ctx alone bounds it). It is for the TCP readiness check, which needs a connection and no HTTP.
+func Dial(ctx context.Context, addr string, deadline time.Time) (net.Conn, error) {
+	return dialUntil(ctx, addr, nil, deadline)
+}
+
 // dialUntil is dial with a deadline of its own (zero: ctx alone bounds it).
 func dialUntil(ctx context.Context, addr string, local net.IP, deadline time.Time) (net.Conn, error) {
 	// TCP keep-alive probes only matter on connections that idle for minutes; a Do connection

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -19,9 +20,15 @@ import (
 // come; objects of other kinds are skipped, and so are empty documents. A document that is not
 // YAML or JSON, has a key twice, is not an object with a kind, or holds a Pod, Job or CronJob
 // whose fields have the wrong types, is an error that names the document (counted from 1).
-// Decode reads only data: the caller reads the file.
+// Decode reads only data; Read reads a stream.
 func Decode(data []byte) ([]Object, error) {
-	docs, _, err := manifest.Read(bytes.NewReader(data))
+	return Read(bytes.NewReader(data))
+}
+
+// Read is Decode on a stream, with the reader's bounds: a stream larger than
+// manifest.MaxInput is refused after reading at most that much of it.
+func Read(r io.Reader) ([]Object, error) {
+	docs, _, err := manifest.Read(r)
 	if err != nil {
 		return nil, err
 	}
