@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -200,9 +201,14 @@ func soakOnce(t *testing.T, args []string) (code int, stderr string, rssKiB int6
 // TestSoakConcurrent starts SIDESYNC_SOAK_CONCURRENT (default 20) sidesyncs at once against
 // shared sidecars: half wait for an emulated Envoy and never quit it, half wait for and quit a
 // generic HTTP sidecar that counts the quits. Each command leaves an orphan grandchild, which
-// sidesync (--subreaper) must reap. Every run must exit with its command's code, the sidecar
-// must get exactly one quit per run of the second half, no sidesync may be left a zombie of
-// this process. Peak RSS is reported only: after a vfork, wait4's figure can include the test's own.
+// sidesync (--subreaper) must reap, and then holds until the test closes its stdin: once every
+// command has said it started, all the sidesyncs are alive at once, and the test reads each
+// one's peak memory (VmHWM) and open descriptors from /proc. Then every run must exit with its
+// command's code, the sidecar must get exactly one quit per run of the second half, and no
+// sidesync may be left a zombie of this process. With the release binary (SIDESYNC_SOAK_BINARY)
+// each sidesync must stay within 10 MiB and 16 descriptors; a test binary in its place, far
+// bigger, is only reported on. (wait4's peak RSS is not used: after a vfork it can include the
+// test's own.)
 func TestSoakConcurrent(t *testing.T) {
 	n := soakSize(t, envSoakConcurrent, 20)
 	envoy := startSidecar(t, emulator.Options{})
@@ -215,6 +221,8 @@ func TestSoakConcurrent(t *testing.T) {
 
 	type proc struct {
 		cmd    *exec.Cmd
+		stdin  io.WriteCloser
+		stdout <-chan string
 		stderr bytes.Buffer
 		want   int
 	}
@@ -227,18 +235,48 @@ func TestSoakConcurrent(t *testing.T) {
 		if i%2 == 1 {
 			args = []string{"--ready-url", generic.URL + "/ready", "--quit-url", generic.URL + "/quit"}
 		}
-		// testcmd orphan leaves a grandchild that outlives it; then the command exits i%7.
+		// The command says it started, then testcmd orphan leaves a grandchild that outlives it
+		// and waits for stdin to close; then the command exits i%7.
 		args = append(args, "--subreaper", "--", "/bin/sh", "-c",
-			bin.testcmd+" orphan "+pidDir+"/"+strconv.Itoa(i)+" && exit "+strconv.Itoa(p.want))
+			"echo started && "+bin.testcmd+" orphan "+pidDir+"/"+strconv.Itoa(i)+" && exit "+strconv.Itoa(p.want))
 		p.cmd = exec.Command(soakBinary(), args...)
 		p.cmd.Env = testEnv(nil)
 		p.cmd.Stderr = &p.stderr
-		if err := p.cmd.Start(); err != nil {
+		var err error
+		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		out, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.cmd.Stdout = w
+		err = p.cmd.Start()
+		w.Close()
+		if err != nil {
 			t.Fatalf("starting sidesync %d: %v", i, err)
 		}
+		p.stdout = lines(out)
 		procs[i] = p
 	}
-	var maxRSS int64
+	// All alive at once: every command has started, and none can end before its stdin closes.
+	var hwmMax, hwmSum, fdMax int64
+	for i, p := range procs {
+		if l := next(t, p.stdout, fmt.Sprintf("sidesync %d's command starting", i)); l != "started" {
+			t.Fatalf("sidesync %d's command said %q; stderr:\n%s", i, l, p.stderr.String())
+		}
+	}
+	alive := time.Since(start)
+	for i, p := range procs {
+		hwm, fds, err := procUsage(p.cmd.Process.Pid)
+		if err != nil {
+			t.Fatalf("sidesync %d: %v", i, err)
+		}
+		hwmMax, hwmSum, fdMax = max(hwmMax, hwm), hwmSum+hwm, max(fdMax, fds)
+	}
+	for _, p := range procs {
+		p.stdin.Close()
+	}
 	for i, p := range procs {
 		done := make(chan error, 1)
 		go func() { done <- p.cmd.Wait() }()
@@ -253,9 +291,6 @@ func TestSoakConcurrent(t *testing.T) {
 			t.Errorf("sidesync %d: exit %d, want %d; stderr:\n%s", i, got, p.want, p.stderr.String())
 		} else if problem := checkSoakOutput(p.stderr.String(), p.want); problem != "" {
 			t.Errorf("sidesync %d: %s", i, problem)
-		}
-		if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			maxRSS = max(maxRSS, ru.Maxrss)
 		}
 	}
 	elapsed := time.Since(start)
@@ -279,8 +314,31 @@ func TestSoakConcurrent(t *testing.T) {
 	if z := zombieChildren(t); len(z) > 0 {
 		t.Errorf("zombie children of the test process: %v", z)
 	}
-	t.Logf("soak: %s: %d sidesyncs at once, %d quits to the shared sidecar, %d readiness probes, no zombie, peak RSS of one sidesync or its command %d KiB (as wait4 reports it), all done in %v",
-		soakBinary(), n, quits.Load(), probes.Load(), maxRSS, elapsed.Round(time.Millisecond))
+	if os.Getenv(envSoakBinary) != "" && (hwmMax > 10<<10 || fdMax > 16) {
+		t.Errorf("a sidesync peaked at %d KiB and %d open descriptors; the bounds are 10 MiB and 16", hwmMax, fdMax)
+	}
+	t.Logf("soak: %s: %d sidesyncs alive at once (all started in %v), %d quits to the shared sidecar, %d readiness probes, no zombie; "+
+		"peak memory (VmHWM) of one sidesync at most %d KiB, %d MiB for all %d together; at most %d open descriptors each; all done in %v",
+		soakBinary(), n, alive.Round(time.Millisecond), quits.Load(), probes.Load(), hwmMax, hwmSum>>10, n, fdMax, elapsed.Round(time.Millisecond))
+}
+
+// procUsage reads a live process's peak resident memory (VmHWM, KiB) and its number of open
+// file descriptors from /proc.
+func procUsage(pid int) (hwmKiB, fds int64, err error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			hwmKiB, err = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	if hwmKiB == 0 || err != nil {
+		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status (%v)", pid, err)
+	}
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return hwmKiB, int64(len(entries)), err
 }
 
 // zombieChildren lists the children of this process that have exited and not been reaped.
