@@ -226,8 +226,10 @@ func Write(w io.Writer, docs []Document, f Format) error {
 }
 
 // yamlReadable escapes, in JSON text, the characters that JSON writes as they are but a YAML
-// reader refuses ("control characters are not allowed"): DEL, the C1 controls but NEL, U+FFFE
-// and U+FFFF. They can only be in strings, where \uXXXX is the same character to YAML.
+// reader refuses ("control characters are not allowed": DEL, the C1 controls, U+FFFE and
+// U+FFFF) or reads as a line break, which it folds into a space inside a quoted string (NEL,
+// U+2028, U+2029: a value "\x85" came back as " "; found by FuzzRead). They can only be in
+// strings, where \uXXXX is the same character to YAML.
 func yamlReadable(j []byte) []byte {
 	if !bytes.ContainsFunc(j, notYAML) {
 		return j
@@ -243,9 +245,10 @@ func yamlReadable(j []byte) []byte {
 	return b.Bytes()
 }
 
-// notYAML reports whether a YAML reader refuses r in its input (YAML 1.1's printable set).
+// notYAML reports whether a YAML reader refuses r in its input (YAML 1.1's printable set) or
+// takes it for a line break.
 func notYAML(r rune) bool {
-	return r == 0x7f || r >= 0x80 && r <= 0x9f && r != 0x85 || r == 0xfffe || r == 0xffff
+	return r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0x2028 || r == 0x2029 || r == 0xfffe || r == 0xffff
 }
 
 func marshal(v any, indent bool) ([]byte, error) {
