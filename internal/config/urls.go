@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/sidesync/sidesync/internal/redact"
 )
@@ -22,6 +23,11 @@ func parseURL(s string) (*url.URL, error) {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		return nil, noScheme(s)
+	}
+	// url.Parse keeps a space of the query as it is, so "http://h/?a #f", its fragment dropped,
+	// would be kept as "http://h/?a ", which reads back as another URL (found by FuzzAddress).
+	if i := strings.IndexFunc(s, unicode.IsSpace); i >= 0 {
+		return nil, fmt.Errorf("has a space at byte %d: write a space in a URL as %%20", i)
 	}
 	if !strings.EqualFold(scheme, "http") {
 		return nil, errors.New("must be an http:// URL (like http://127.0.0.1:15000)")

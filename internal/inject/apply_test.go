@@ -179,6 +179,8 @@ func TestInputErrors(t *testing.T) {
 		{"args not a list", `containers: [{name: a, command: [x], args: x}]`, "spec.template.spec.containers[0].args: not a list"},
 		{"env not a list", `containers: [{name: a, command: [x], env: x}]`, "spec.template.spec.containers[0].env: not a list"},
 		{"init containers not a list", `{initContainers: 1, containers: [{name: a}]}`, "spec.template.spec.initContainers: not a list"},
+		{"two containers with one name", `containers: [{name: a, command: [x]}, {name: a}]`, `spec.template.spec: container name "a" is used twice`},
+		{"an init container and a container with one name", `{initContainers: [{name: a, command: [x]}], containers: [{name: a, command: [z]}]}`, `spec.template.spec: container name "a" is used twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

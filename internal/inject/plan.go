@@ -51,6 +51,9 @@ func planPod(t *template, o Options, eps Entrypoints) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkUniqueNames(t, inits, regular); err != nil {
+		return nil, err
+	}
 	if err := checkSelection(regular, inits, o.Containers); err != nil {
 		return nil, err
 	}
@@ -62,6 +65,23 @@ func planPod(t *template, o Options, eps Entrypoints) (*plan, error) {
 		p.decisions = append(p.decisions, p.decide(c, o, eps))
 	}
 	return p, nil
+}
+
+// checkUniqueNames refuses a pod in which two containers (init or regular) share a name: the
+// API server refuses it too, and what inject would wrap or report under that name would be
+// ambiguous (found by FuzzApply: of two containers "a", one was wrapped, and the report could
+// not say which).
+func checkUniqueNames(t *template, groups ...[]*ctr) error {
+	seen := map[string]bool{}
+	for _, cs := range groups {
+		for _, c := range cs {
+			if seen[c.name] {
+				return fmt.Errorf("%s: container name %q is used twice (the API server refuses such a pod)", t.specPath(), c.name)
+			}
+			seen[c.name] = true
+		}
+	}
+	return nil
 }
 
 // initContainer records an init container: never wrapped; a native sidecar that detection
