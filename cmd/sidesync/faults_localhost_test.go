@@ -45,7 +45,7 @@ func TestFaultLocalhost(t *testing.T) {
 			if tc.hosts != "" && !canHosts {
 				t.Skip("needs root and unshare to give sidesync its own /etc/hosts")
 			}
-			run := func(args ...string) result {
+			sidesyncHere := func(args ...string) result {
 				if tc.hosts == "" {
 					return sidesync(t, nil, args...)
 				}
@@ -57,13 +57,13 @@ func TestFaultLocalhost(t *testing.T) {
 			// The TCP check first: a connection accepted is all it needs, and the emulator's
 			// admin listener accepts one before it is ready.
 			tcp := "tcp://localhost:" + e.port("admin")
-			r := run("--sidecar", "tcp:ready="+tcp, "--timeout", "5s", "--", bin.testcmd, "exit", "0")
+			r := sidesyncHere("--sidecar", "tcp:ready="+tcp, "--timeout", "5s", "--", bin.testcmd, "exit", "0")
 			if r.code != 0 {
 				t.Errorf("tcp check: exit %d; stderr:\n%s", r.code, r.stderr)
 			}
 			mustContain(t, r.stderr, "sidecar ready sidecar=tcp url="+tcp)
 			url := "http://localhost:" + e.port("admin")
-			r = run("--admin", url, "--timeout", "5s", "--", bin.testcmd, "exit", "0")
+			r = sidesyncHere("--admin", url, "--timeout", "5s", "--", bin.testcmd, "exit", "0")
 			if r.code != 0 {
 				t.Errorf("exit %d; stderr:\n%s", r.code, r.stderr)
 			}

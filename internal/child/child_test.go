@@ -12,6 +12,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// testReaper is the one Reaper of this test process, shared by every test. A Reaper reaps
+// every child of the process (waitid on all of them), so a second one steals the first's
+// statuses: with a Reaper per test, an idle one from an earlier test reaped the sleep that
+// TestSignalForwarding waited for, and the test hung until its timeout (seen once, under load
+// in CI). The product makes one per process, as the Reaper's documentation says.
+var testReaper = NewReaper(nil)
+
 func TestExitCode(t *testing.T) {
 	tests := []struct {
 		st       Status
@@ -80,7 +87,7 @@ func TestLookPath(t *testing.T) {
 }
 
 func TestStartErrors(t *testing.T) {
-	r := NewReaper(nil)
+	r := testReaper
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "plain"), []byte("x"), 0o644)
 	os.WriteFile(filepath.Join(dir, "badinterp"), []byte("#!/nonexistent/sh -e\necho hi\n"), 0o755)
@@ -138,7 +145,7 @@ func TestStartMissingLoader(t *testing.T) {
 	if err := os.WriteFile(prog, src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := NewReaper(nil)
+	r := testReaper
 	_, err = r.Start([]string{prog}, Options{})
 	var se *StartError
 	if !errors.As(err, &se) || se.Code != ExitNotFound || !se.Loader {
@@ -151,7 +158,7 @@ func TestStartMissingLoader(t *testing.T) {
 
 // TestStartAndReap starts real processes through the Reaper and gets their statuses.
 func TestStartAndReap(t *testing.T) {
-	r := NewReaper(nil)
+	r := testReaper
 	tests := []struct {
 		script string
 		want   int
@@ -174,7 +181,7 @@ func TestStartAndReap(t *testing.T) {
 
 // TestSignalForwarding signals a started process, and its group.
 func TestSignalForwarding(t *testing.T) {
-	r := NewReaper(nil)
+	r := testReaper
 	for _, group := range []bool{false, true} {
 		// "exec sleep" so that the signalled process is the one waited for.
 		p, err := r.Start([]string{"/bin/sh", "-c", "exec sleep 60"}, Options{NewGroup: true})
