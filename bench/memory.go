@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sidesync/sidesync/internal/procmem"
 )
 
 // memoryResult is sidesync's peak memory in one situation.
@@ -124,38 +125,15 @@ func (s *suite) peakRSS(binary, what string, args []string, want int, every time
 			}
 			return m, nil
 		case <-tick.C:
-			hwm, rss, anon, file, ok := procMemory(cmd.Process.Pid)
-			if !ok {
+			pm, err := procmem.Read(cmd.Process.Pid)
+			if err != nil {
 				continue
 			}
-			m.maxRSS, m.anon, m.fileRSS = max(m.maxRSS, hwm), anon, file
+			m.maxRSS, m.anon, m.fileRSS = max(m.maxRSS, pm.HWM), pm.Anon, pm.File
 			if every > 0 && time.Since(start) >= next {
-				m.series = append(m.series, rss)
+				m.series = append(m.series, pm.RSS)
 				next += every
 			}
 		}
 	}
-}
-
-// procMemory reads VmHWM, VmRSS, RssAnon and RssFile (KiB) of a process.
-func procMemory(pid int) (hwm, rss, anon, file int64, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, 0, 0, 0, false
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		k, v, _ := strings.Cut(l, ":")
-		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		switch k {
-		case "VmHWM":
-			hwm, ok = n, true
-		case "VmRSS":
-			rss = n
-		case "RssAnon":
-			anon = n
-		case "RssFile":
-			file = n
-		}
-	}
-	return hwm, rss, anon, file, ok
 }

@@ -49,6 +49,12 @@ if ((${#targets[@]} == 0)); then
 	exit 1
 fi
 
+# fuzz runs target $name of package $dir with the extra flags given.
+fuzz() { go test -run '^$' -fuzz "^${name}\$" -fuzzminimizetime "$minimize" -parallel "$parallel" "$@" "./${dir}"; }
+
+# execs_in: the executions of the last progress line ("fuzz: elapsed: 10s, execs: 123456 ...").
+execs_in() { grep -oE 'execs: [0-9]+' "$1" | tail -n 1 | cut -d' ' -f2 || true; }
+
 # bare_deadline: the run's only failure is Go's "context deadline exceeded" (no failing input
 # written, no panic, no t.Fatal line).
 bare_deadline() {
@@ -65,9 +71,6 @@ for t in "${targets[@]}"; do
 	name=${t#* }
 	log="${logs}/${dir//\//_}.${name}.log"
 	t0=$SECONDS
-	fuzz() { go test -run '^$' -fuzz "^${name}\$" -fuzzminimizetime "$minimize" -parallel "$parallel" "$@" "./${dir}"; }
-	# execs from the last progress line: "fuzz: elapsed: 10s, execs: 123456 (12345/sec), ..."
-	execs_in() { grep -oE 'execs: [0-9]+' "$1" | tail -n 1 | cut -d' ' -f2 || true; }
 	if fuzz -fuzztime "$fuzztime" >"$log" 2>&1; then
 		result=ok
 	elif bare_deadline "$log" && n=$(execs_in "$log") && [[ -n $n && $n -gt 0 ]] &&

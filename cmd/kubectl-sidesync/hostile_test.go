@@ -61,13 +61,16 @@ func deepBlocks(depth int) string {
 // and for lint (which read through the same reader), with the memory the process allocated for
 // it bounded (well under the 1 GiB an alias bomb expands to).
 func TestInjectHostileManifests(t *testing.T) {
-	commands := map[string]func(stdin string) (int, string, string){
-		"inject": func(stdin string) (int, string, string) { return injectRun(t, stdin, injectImage) },
-		"lint":   func(stdin string) (int, string, string) { return lintRun(stdin) },
+	commands := []struct {
+		name string
+		run  func(stdin string) (int, string, string)
+	}{
+		{"inject", func(stdin string) (int, string, string) { return injectRun(t, stdin, injectImage) }},
+		{"lint", func(stdin string) (int, string, string) { return lintRun(stdin) }},
 	}
-	for _, command := range []string{"inject", "lint"} {
+	for _, command := range commands {
 		for _, tt := range hostileInputs() {
-			t.Run(command+"/"+tt.name, func(t *testing.T) {
+			t.Run(command.name+"/"+tt.name, func(t *testing.T) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
@@ -78,14 +81,14 @@ func TestInjectHostileManifests(t *testing.T) {
 				done := make(chan outcome, 1)
 				start := time.Now()
 				go func() {
-					code, stdout, stderr := commands[command](tt.stdin)
+					code, stdout, stderr := command.run(tt.stdin)
 					done <- outcome{code, stdout, stderr}
 				}()
 				var o outcome
 				select {
 				case o = <-done:
 				case <-time.After(30 * time.Second):
-					t.Fatalf("%s still running after 30s", command)
+					t.Fatalf("%s still running after 30s", command.name)
 				}
 				took := time.Since(start)
 				runtime.ReadMemStats(&after)

@@ -62,17 +62,8 @@ func TestFaultKubeAPI(t *testing.T) {
 	}()
 	closed := strings.TrimPrefix(closedAdmin(t), "http://")
 
-	sa := t.TempDir()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: forbidden.Certificate().Raw})
-	for name, content := range map[string][]byte{"token": []byte(token), "ca.crt": ca, "namespace": []byte("jobs")} {
-		if err := os.WriteFile(filepath.Join(sa, name), content, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hostPort := func(s string) []string {
-		h, p, _ := net.SplitHostPort(strings.TrimPrefix(s, "https://"))
-		return []string{"KUBERNETES_SERVICE_HOST=" + h, "KUBERNETES_SERVICE_PORT=" + p, "POD_NAME=job-pod"}
-	}
+	// httptest's TLS servers share one certificate.
+	sa := writeServiceAccount(t, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: forbidden.Certificate().Raw}), token, "jobs")
 	tests := []struct {
 		name, addr string
 		want       []string
@@ -87,14 +78,14 @@ func TestFaultKubeAPI(t *testing.T) {
 			t.Parallel()
 			args := []string{"--pod-info", filepath.Join(sa, "none"), "--service-account-dir", sa, "--log-level", "debug"}
 			start := time.Now()
-			r := sidesync(t, hostPort(tt.addr), append(args, "--", bin.testcmd, "exit", "5")...)
+			r := sidesync(t, apiServerEnv(tt.addr), append(args, "--", bin.testcmd, "exit", "5")...)
 			t.Logf("detection and run took %v", time.Since(start))
 			if r.code != 5 {
 				t.Errorf("exit %d, want the command's 5; stderr:\n%s", r.code, r.stderr)
 			}
 			mustContain(t, r.stderr, append([]string{"WARN no sidecar configured or detected, but detection could not look"}, tt.want...)...)
 			marker := filepath.Join(t.TempDir(), "ran")
-			r2 := sidesync(t, hostPort(tt.addr), append(args, "--require-sidecar", "--", bin.testcmd, "touch", marker)...)
+			r2 := sidesync(t, apiServerEnv(tt.addr), append(args, "--require-sidecar", "--", bin.testcmd, "touch", marker)...)
 			if r2.code != 69 {
 				t.Errorf("--require-sidecar: exit %d, want 69; stderr:\n%s", r2.code, r2.stderr)
 			}
@@ -127,17 +118,9 @@ func TestFaultKubeAPISlow(t *testing.T) {
 		}
 	}))
 	t.Cleanup(slow.Close)
-	sa := t.TempDir()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: slow.Certificate().Raw})
-	for name, content := range map[string][]byte{"token": []byte("t"), "ca.crt": ca, "namespace": []byte("jobs")} {
-		if err := os.WriteFile(filepath.Join(sa, name), content, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h, p, _ := net.SplitHostPort(strings.TrimPrefix(slow.URL, "https://"))
-	env := []string{"KUBERNETES_SERVICE_HOST=" + h, "KUBERNETES_SERVICE_PORT=" + p, "POD_NAME=job-pod"}
+	sa := writeServiceAccount(t, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: slow.Certificate().Raw}), "t", "jobs")
 	start := time.Now()
-	r := sidesync(t, env, "--pod-info", filepath.Join(sa, "none"), "--service-account-dir", sa, "--", bin.testcmd, "exit", "5")
+	r := sidesync(t, apiServerEnv(slow.URL), "--pod-info", filepath.Join(sa, "none"), "--service-account-dir", sa, "--", bin.testcmd, "exit", "5")
 	t.Logf("detection and run took %v", time.Since(start))
 	if r.code != 5 {
 		t.Errorf("exit %d, want the command's 5; stderr:\n%s", r.code, r.stderr)
@@ -147,4 +130,11 @@ func TestFaultKubeAPISlow(t *testing.T) {
 	if strings.Contains(r.stderr, "WARN") {
 		t.Errorf("a warning for a slow but complete answer:\n%s", r.stderr)
 	}
+}
+
+// apiServerEnv is the environment of a sidesync in pod jobs/job-pod whose API server is at addr
+// (host:port, or an https:// URL).
+func apiServerEnv(addr string) []string {
+	h, p, _ := net.SplitHostPort(strings.TrimPrefix(addr, "https://"))
+	return []string{"KUBERNETES_SERVICE_HOST=" + h, "KUBERNETES_SERVICE_PORT=" + p, "POD_NAME=job-pod"}
 }

@@ -40,20 +40,14 @@ func podWithSidecars(linkerdPort, sqlHTTP, sqlAdmin string) map[string]any {
 	}
 }
 
-// serviceAccountDir writes what Kubernetes mounts into a pod for its service account.
+// serviceAccountDir writes what Kubernetes mounts into a pod of c for its service account.
 func serviceAccountDir(t *testing.T, c *kubetest.Cluster, token, namespace string) string {
 	t.Helper()
-	dir := t.TempDir()
 	ca, err := os.ReadFile(c.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, content := range map[string]string{"token": token, "ca.crt": string(ca), "namespace": namespace} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	return writeServiceAccount(t, ca, token, namespace)
 }
 
 // TestDetectFromKubernetesAPI runs sidesync with no sidecar configured inside a "pod" of a real

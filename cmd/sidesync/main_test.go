@@ -268,3 +268,16 @@ func mustContain(t *testing.T, s string, subs ...string) {
 		}
 	}
 }
+
+// writeServiceAccount writes what Kubernetes mounts into a pod for its service account (token,
+// ca.crt in PEM, namespace) into a new directory, and returns it.
+func writeServiceAccount(t *testing.T, caPEM []byte, token, namespace string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range map[string][]byte{"token": []byte(token), "ca.crt": caPEM, "namespace": []byte(namespace)} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}

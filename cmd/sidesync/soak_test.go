@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sidesync/sidesync/internal/emulator"
+	"github.com/sidesync/sidesync/internal/procmem"
 )
 
 // The soaks look for the failures that show only once in thousands of runs (envoy-preflight
@@ -325,20 +326,12 @@ func TestSoakConcurrent(t *testing.T) {
 // procUsage reads a live process's peak resident memory (VmHWM, KiB) and its number of open
 // file descriptors from /proc.
 func procUsage(pid int) (hwmKiB, fds int64, err error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	m, err := procmem.Read(pid)
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, l := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			hwmKiB, err = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	if hwmKiB == 0 || err != nil {
-		return 0, 0, fmt.Errorf("no VmHWM in /proc/%d/status (%v)", pid, err)
-	}
 	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	return hwmKiB, int64(len(entries)), err
+	return m.HWM, int64(len(entries)), err
 }
 
 // zombieChildren lists the children of this process that have exited and not been reaped.
