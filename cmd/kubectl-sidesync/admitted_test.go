@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sidesync/sidesync/internal/contract"
+
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sidesync/sidesync/internal/inject"
 	"github.com/sidesync/sidesync/internal/kubetest"
 )
 
@@ -330,7 +331,7 @@ func original(t *testing.T, from []map[string]any, name string) map[string][]str
 	return nil
 }
 
-// checkArgv checks the stored object's containers: a wrapped one runs inject.Binary with the
+// checkArgv checks the stored object's containers: a wrapped one runs contract.Binary with the
 // original command and args after "--"; any other keeps its own. There must be a wrapped one
 // if wraps.
 func checkArgv(t *testing.T, name string, stored map[string]any, argvs map[string][]string, wraps bool) {
@@ -341,11 +342,11 @@ func checkArgv(t *testing.T, name string, stored map[string]any, argvs map[strin
 		cname, argv := str(c, "name"), argvOf(c)
 		want, ok := argvs[cname]
 		switch {
-		case cname == inject.InitContainer:
+		case cname == contract.InitContainer:
 			continue
 		case !ok:
 			t.Errorf("%s: container %s is not in the manifest inject read", name, cname)
-		case argv[0] == inject.Binary:
+		case argv[0] == contract.Binary:
 			wrapped++
 			i := slices.Index(argv, "--")
 			if i < 0 {

@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidesync/sidesync/internal/contract"
+
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sidesync/sidesync/internal/inject"
 	"github.com/sidesync/sidesync/internal/inject/manifest"
 )
 
@@ -143,9 +144,9 @@ func TestExamplesWrapEveryApp(t *testing.T) {
 			spec, ann := podTemplate(t, obj)
 			var wrapped, left []string
 			for _, c := range podContainers(spec) {
-				if argvOf(c)[0] == inject.Binary {
+				if argvOf(c)[0] == contract.Binary {
 					wrapped = append(wrapped, str(c, "name"))
-				} else if str(c, "name") != inject.InitContainer {
+				} else if str(c, "name") != contract.InitContainer {
 					left = append(left, str(c, "name"))
 				}
 			}
@@ -157,8 +158,8 @@ func TestExamplesWrapEveryApp(t *testing.T) {
 					t.Errorf("%s: %s leaves %s alone, which is not a sidecar", name, objName(obj), l)
 				}
 			}
-			if strings.HasPrefix(name, "cloudsql") && ann[inject.SidecarsAnnotation] == "" {
-				t.Errorf("%s: %s does not record its Cloud SQL Auth Proxy in %s", name, objName(obj), inject.SidecarsAnnotation)
+			if strings.HasPrefix(name, "cloudsql") && ann[contract.SidecarsAnnotation] == "" {
+				t.Errorf("%s: %s does not record its Cloud SQL Auth Proxy in %s", name, objName(obj), contract.SidecarsAnnotation)
 			}
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sidesync/sidesync/internal/contract"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -29,8 +31,8 @@ JSON as JSON. One line per object on stderr says what was wrapped and what was l
   kubectl sidesync inject -f job.yaml | kubectl apply -f -
 
 Every regular container that is not a known sidecar (Istio, Linkerd, Cloud SQL Auth Proxy, ...)
-gets command [` + inject.Binary + `] and args [sidesync flags..., --, its command..., its args...];
-the sidecars the manifest shows are recorded in the annotation ` + inject.SidecarsAnnotation + `,
+gets command [` + contract.Binary + `] and args [sidesync flags..., --, its command..., its args...];
+the sidecars the manifest shows are recorded in the annotation ` + contract.SidecarsAnnotation + `,
 which sidesync reads at run time. Injecting an injected object changes nothing.
 
 Flags:

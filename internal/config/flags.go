@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/contract"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -23,7 +24,7 @@ type inputs struct {
 
 // Flag names, used where one setting refers to another.
 const (
-	flagSidecar      = "sidecar"
+	flagSidecar      = contract.FlagSidecar
 	flagAdmin        = "admin"
 	flagReadyURL     = "ready-url"
 	flagQuitURL      = "quit-url"
@@ -42,7 +43,7 @@ const (
 	flagAllowRemote  = "allow-remote-quit"
 	flagAllowReady   = "allow-remote-ready"
 	flagProbeTimeout = "probe-timeout"
-	flagPlatformCmds = "platform-commands"
+	flagPlatformCmds = contract.FlagPlatformCommands
 )
 
 // newFlagSet defines every flag, bound to its field of cfg (or of in), whose value when called
@@ -69,15 +70,15 @@ func newFlagSet(cfg *Config, in *inputs) *flag.FlagSet {
 	fs.Var(durationValue{&cfg.QuitTimeout}, flagQuitTimeout, "limit of the whole quit phase, retries included")
 	fs.Var(durationValue{&cfg.QuitRequestTimeout}, flagQuitReqTime, "limit of one quit request")
 	fs.Var(countValue{&cfg.QuitRetries}, "quit-retries", "retries of a quit request that failed")
-	fs.Var(restartPolicyValue{&cfg.Restart.Policy}, "restart-policy", "this container's restart `policy` (its restartPolicy, else the pod's): Never, OnFailure or Always; empty: unknown, and no restart is assumed. When the kubelet restarts the container in place after the command's exit, the sidecars are not told to quit")
-	fs.Var(restartRulesValue{&cfg.Restart.Rules}, "restart-rules", "this container's restartPolicyRules as `JSON` (Kubernetes 1.35+), e.g. [{\"action\":\"Restart\",\"exitCodes\":{\"operator\":\"In\",\"values\":[42]}}]; an exit that they restart does not quit the sidecars")
+	fs.Var(restartPolicyValue{&cfg.Restart.Policy}, contract.FlagRestartPolicy, "this container's restart `policy` (its restartPolicy, else the pod's): Never, OnFailure or Always; empty: unknown, and no restart is assumed. When the kubelet restarts the container in place after the command's exit, the sidecars are not told to quit")
+	fs.Var(restartRulesValue{&cfg.Restart.Rules}, contract.FlagRestartRules, "this container's restartPolicyRules as `JSON` (Kubernetes 1.35+), e.g. [{\"action\":\"Restart\",\"exitCodes\":{\"operator\":\"In\",\"values\":[42]}}]; an exit that they restart does not quit the sidecars")
 	fs.Var(boolValue{&in.allowRemoteQuit}, flagAllowRemote, "allow quit URLs on hosts other than localhost and 127.0.0.0/8 or ::1")
 	fs.Var(boolValue{&in.allowRemoteReady}, flagAllowReady, "allow readiness checks (HTTP probes, tcp:// checks) on hosts other than localhost and 127.0.0.0/8 or ::1 (--allow-remote-quit allows them too)")
 	fs.Var(boolValue{&cfg.SignalGroup}, "signal-group", "forward signals to the command's whole process group, not just the command")
 	fs.Var(boolValue{&cfg.Subreaper}, "subreaper", "reap orphaned processes even when not PID 1 (become a child subreaper)")
 	fs.Var(words(&cfg.LogFormat, "text", "json"), "log-format", "log format on stderr: `text` or json")
 	fs.Var(choiceValue[slog.Level]{&cfg.LogLevel, []string{"debug", "info", "warn", "error"}, []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError}}, flagLogLevel, "least important log `level` shown: debug, info, warn or error")
-	fs.Var(stringValue{&cfg.PodInfoDir}, "pod-info", "`directory` of a downward-API volume with the pod's annotations and labels files, for detection")
+	fs.Var(stringValue{&cfg.PodInfoDir}, contract.FlagPodInfo, "`directory` of a downward-API volume with the pod's annotations and labels files, for detection")
 	fs.Var(boolValue{&cfg.KubeAPI}, "kube-api", "detect sidecars and native sidecars from the pod in the Kubernetes API when the service account may read it")
 	fs.Var(stringValue{&cfg.ServiceAccountDir}, "service-account-dir", "`directory` with the service account's token, ca.crt and namespace")
 	fs.Var(platformCommandsValue{&cfg.PlatformCommands}, flagPlatformCmds, "a `JSON` object from os/arch[/variant] to the command to run when none follows --, e.g. {\"linux/amd64\":[\"/app\"],\"linux/arm64\":[\"/app-arm64\"]}; no entry for this platform exits 127")
@@ -85,10 +86,9 @@ func newFlagSet(cfg *Config, in *inputs) *flag.FlagSet {
 	return fs
 }
 
-// EnvName returns the SIDESYNC_* variable that mirrors a flag: --quit-url is SIDESYNC_QUIT_URL.
-func EnvName(flagName string) string {
-	return "SIDESYNC_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
-}
+// EnvName returns the SIDESYNC_* variable that mirrors a flag: --quit-url is SIDESYNC_QUIT_URL
+// (the rule is the injection contract's, contract.Env).
+func EnvName(flagName string) string { return contract.Env(flagName) }
 
 // isBoolFlag reports whether f may be given without a value.
 func isBoolFlag(f *flag.Flag) bool {

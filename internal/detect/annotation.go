@@ -5,12 +5,12 @@ import (
 	"slices"
 
 	"github.com/sidesync/sidesync/internal/config"
+	"github.com/sidesync/sidesync/internal/contract"
 )
 
-// SidecarsAnnotation is the pod annotation in which `kubectl sidesync inject` lists the sidecars
-// it found in the manifest, in the syntax of --sidecar and SIDESYNC_SIDECARS (the same name as
-// internal/inject's SidecarsAnnotation, which the pod binary does not import).
-const SidecarsAnnotation = "sidesync.io/sidecars"
+// SidecarsAnnotation is the pod annotation that lists the pod's sidecars in the syntax of
+// --sidecar and SIDESYNC_SIDECARS (contract.SidecarsAnnotation).
+const SidecarsAnnotation = contract.SidecarsAnnotation
 
 // fromSidecarsAnnotation reads the sidecars the annotation lists. A malformed entry is left out
 // and reported in warning, never fatal: the pod is already running, and the entries that can be

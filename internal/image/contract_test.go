@@ -8,17 +8,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/internal/contract"
 
-	"github.com/sidesync/sidesync/internal/inject"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestContract: the image holds the binary where internal/inject's pods expect it, and the
 // Dockerfile builds the layout that Build builds, from a binary built as scripts/release.sh
 // builds it.
 func TestContract(t *testing.T) {
-	if Binary != inject.ImageBinary {
-		t.Errorf("the image holds the binary at %s, internal/inject expects it at %s", Binary, inject.ImageBinary)
+	if Binary != contract.ImageBinary {
+		t.Errorf("the image holds the binary at %s, internal/inject expects it at %s", Binary, contract.ImageBinary)
 	}
 	stages := dockerfile(t, "../../Dockerfile")
 	final := stages[len(stages)-1]

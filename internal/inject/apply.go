@@ -11,15 +11,15 @@ import (
 // Fields inject does not own are kept as they are, unknown ones included.
 //
 // In the pod, every regular container that is selected (Options.Containers) and is not a known
-// sidecar gets command [Binary] and args [flags..., "--", its argv...]; the binary's volume
-// (per Options.Delivery), the pod-info volume and their mounts are added; SidecarsAnnotation
-// records the sidecars the manifest shows and InjectedAnnotation what inject did. A container
+// sidecar gets command [contract.Binary] and args [flags..., "--", its argv...]; the binary's volume
+// (per Options.Delivery), the pod-info volume and their mounts are added; contract.SidecarsAnnotation
+// records the sidecars the manifest shows and contract.InjectedAnnotation what inject did. A container
 // without a command is wrapped only when eps has its image (see Images); otherwise a warning
 // says what to add.
 //
 // Apply is idempotent: applied to its own result with the same options, it returns the same
 // object (Report.Changed false). Whether a container is wrapped is read from the container
-// itself (its command is [Binary]), and everything else inject adds is found by its name and
+// itself (its command is [contract.Binary]), and everything else inject adds is found by its name and
 // replaced, so a second Apply with another Delivery switches cleanly.
 //
 // The error is about the input (a container that is not an object, a name in

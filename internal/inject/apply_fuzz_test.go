@@ -10,13 +10,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidesync/sidesync/internal/contract"
+
 	"github.com/sidesync/sidesync/internal/inject/manifest"
 )
 
 // FuzzApply injects into the objects of arbitrary manifests (read as kubectl-sidesync reads
 // them), with either delivery, optional --sidecar values and, for containers without a command,
 // an optional image ENTRYPOINT. Apply must not panic and must not change its input. When it
-// succeeds: every container it reports wrapped runs [Binary] with args [flags..., "--", argv...],
+// succeeds: every container it reports wrapped runs [contract.Binary] with args [flags..., "--", argv...],
 // where argv is exactly what the container ran before (its command and args, or the image's
 // entrypoint with the args); and Apply is idempotent: applied again to its output, directly or
 // after the output was written and read back as a second `kubectl sidesync inject` reads it, it
@@ -135,7 +137,7 @@ func checkWrapped(t *testing.T, obj, out map[string]any, r Report, eps Entrypoin
 			continue
 		}
 		wrapped++
-		if !slices.Equal(c.command, []string{Binary}) {
+		if !slices.Equal(c.command, []string{contract.Binary}) {
 			t.Fatalf("%s: container %s wrapped with command %q", r.Object, c.name, c.command)
 		}
 		dash := slices.Index(c.args, "--")
@@ -205,8 +207,8 @@ func FuzzApplyPod(f *testing.F) {
 			spec["initContainers"] = []any{ic}
 		}
 		if takenNames {
-			spec["volumes"] = []any{map[string]any{"name": BinVolume, "emptyDir": map[string]any{}}, map[string]any{"name": "keep"}}
-			app["volumeMounts"] = []any{map[string]any{"name": PodInfoVolume, "mountPath": "/x"}, map[string]any{"name": "keep", "mountPath": "/keep"}}
+			spec["volumes"] = []any{map[string]any{"name": contract.BinVolume, "emptyDir": map[string]any{}}, map[string]any{"name": "keep"}}
+			app["volumeMounts"] = []any{map[string]any{"name": contract.PodInfoVolume, "mountPath": "/x"}, map[string]any{"name": "keep", "mountPath": "/keep"}}
 		}
 		obj := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p"}, "spec": spec}
 		for _, delivery := range []Delivery{InitCopy, ImageVolume} {

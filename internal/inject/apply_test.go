@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidesync/sidesync/internal/contract"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -71,7 +73,7 @@ func TestKinds(t *testing.T) {
 				return
 			}
 			cmd := at(t, out, append(tt.containers, 0, "command")...)
-			if diff := cmp.Diff([]any{Binary}, cmd); diff != "" || !r.Changed || !cmp.Equal(r.Wrapped, []string{"app"}) {
+			if diff := cmp.Diff([]any{contract.Binary}, cmd); diff != "" || !r.Changed || !cmp.Equal(r.Wrapped, []string{"app"}) {
 				t.Errorf("report %q; command (-want +got):\n%s", r, diff)
 			}
 		})

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidesync/sidesync/internal/contract"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -43,7 +45,7 @@ func TestNoCommandUnresolved(t *testing.T) {
 // each image once.
 func TestImages(t *testing.T) {
 	in := decode(t, podWith(`[{name: a, image: "x:1"}, {name: b, image: "x:1", args: [serve]}, {name: c, image: "z:2", command: [z]},
-		{name: istio-proxy, image: "istio/proxyv2:1"}, {name: d, image: "w:3"}, {name: e, image: "v:4", command: [`+Binary+`]}]`,
+		{name: istio-proxy, image: "istio/proxyv2:1"}, {name: d, image: "w:3"}, {name: e, image: "v:4", command: [`+contract.Binary+`]}]`,
 		`[{name: i, image: "u:5"}]`))
 	got, err := Images(in, opts())
 	if err != nil || !cmp.Equal(got, []string{"x:1", "w:3"}) {
@@ -61,19 +63,19 @@ func TestImages(t *testing.T) {
 
 // TestNoCommandResolved: with the image resolved, the container runs its argv by the
 // Kubernetes rules (inlined when every platform agrees, else per platform in
-// EnvPlatformCommands) and its image is pinned to the digest read.
+// contract.Env(contract.FlagPlatformCommands)) and its image is pinned to the digest read.
 func TestNoCommandResolved(t *testing.T) {
 	const pinned = "example/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	amd := ImageCommand{Entrypoint: []string{"/entry", "$(HOME)"}, Cmd: []string{"serve"}}
 	arm := ImageCommand{Entrypoint: []string{"/entry-arm"}, Cmd: []string{"serve"}}
 	armSameEntry := ImageCommand{Entrypoint: []string{"/entry", "$(HOME)"}, Cmd: []string{"serve-arm"}}
-	flagsDash := []any{"--pod-info=" + PodInfoDir, "--"}
+	flagsDash := []any{"--pod-info=" + contract.PodInfoDir, "--"}
 	tests := []struct {
 		name      string
 		args      string
 		platforms map[string]ImageCommand
 		wantArgs  []any
-		wantEnv   string // EnvPlatformCommands; "" for none
+		wantEnv   string // contract.Env(contract.FlagPlatformCommands); "" for none
 		wrapped   bool
 	}{
 		{"one platform", "", map[string]ImageCommand{"linux/amd64": amd},
@@ -113,12 +115,12 @@ func TestNoCommandResolved(t *testing.T) {
 			}
 			var gotEnv string
 			for _, e := range c["env"].([]any) {
-				if e := e.(map[string]any); e["name"] == EnvPlatformCommands {
+				if e := e.(map[string]any); e["name"] == contract.Env(contract.FlagPlatformCommands) {
 					gotEnv = e["value"].(string)
 				}
 			}
 			if gotEnv != tt.wantEnv {
-				t.Errorf("%s = %s, want %s", EnvPlatformCommands, gotEnv, tt.wantEnv)
+				t.Errorf("%s = %s, want %s", contract.Env(contract.FlagPlatformCommands), gotEnv, tt.wantEnv)
 			}
 		})
 	}

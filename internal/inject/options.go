@@ -24,7 +24,7 @@ const (
 
 // Options says how to inject. The zero Delivery is InitCopy; Version and Image are required.
 type Options struct {
-	// Version is the sidesync version recorded in InjectedAnnotation.
+	// Version is the sidesync version recorded in contract.InjectedAnnotation.
 	Version string
 	// Image is the sidesync image: the install init container's image (InitCopy) or the image
 	// volume's reference (ImageVolume).
@@ -33,7 +33,7 @@ type Options struct {
 	// Sidecars are --sidecar values given to every wrapper, in sidesync's syntax
 	// ("cloudsql:ready-port=9190,quit-port=9191"). Any turns the wrapper's own detection off, so
 	// inject never derives them from the manifest: it records what the manifest shows in
-	// SidecarsAnnotation instead.
+	// contract.SidecarsAnnotation instead.
 	Sidecars []string
 	// Containers are the names of the regular containers to wrap; none means every regular
 	// container that is not a known sidecar. A name the pod does not have, or that names an

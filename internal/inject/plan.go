@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/contract"
+
 	"github.com/sidesync/sidesync/internal/detect"
 )
 
@@ -88,7 +90,7 @@ func checkUniqueNames(t *template, groups ...[]*ctr) error {
 // knows goes into the sidecars annotation.
 func (p *plan) initContainer(c *ctr) {
 	switch {
-	case c.name == InitContainer:
+	case c.name == contract.InitContainer:
 		return // inject's own
 	case !c.native():
 		p.left = append(p.left, Left{c.name, "an init container"})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path"
 	"slices"
+
+	"github.com/sidesync/sidesync/internal/contract"
 )
 
 // template is the pod an object makes: where it is in the object, and its metadata and spec.
@@ -119,8 +121,8 @@ func containersAt(spec map[string]any, key, specPath string) ([]*ctr, error) {
 // native reports whether an init container is a native sidecar.
 func (c *ctr) native() bool { return str(c.m, "restartPolicy") == "Always" }
 
-// wrapped reports whether inject wrapped the container before: its command is [Binary].
-func (c *ctr) wrapped() bool { return slices.Equal(c.command, []string{Binary}) }
+// wrapped reports whether inject wrapped the container before: its command is [contract.Binary].
+func (c *ctr) wrapped() bool { return slices.Equal(c.command, []string{contract.Binary}) }
 
 // runsSidesync reports whether the container runs sidesync of its own accord (a command such
 // as ["/sidesync", "--sidecar", "istio", "--", ...] written by hand): wrapping it would put

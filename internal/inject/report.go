@@ -1,6 +1,8 @@
 package inject
 
-import "strings"
+import (
+	"strings"
+)
 
 // Report is what Apply did to one object, for a person (String) or a webhook's warnings.
 type Report struct {
@@ -20,7 +22,7 @@ type Report struct {
 	// Left are the containers left alone, with why: sidecars, init containers, containers
 	// not selected, containers without a command whose image was not resolved.
 	Left []Left
-	// Sidecars are the sidecars the manifest shows, as recorded in SidecarsAnnotation.
+	// Sidecars are the sidecars the manifest shows, as recorded in contract.SidecarsAnnotation.
 	Sidecars []string
 	// Warnings say what the user should do: each names its container.
 	Warnings []string

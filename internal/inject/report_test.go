@@ -3,6 +3,8 @@ package inject
 import (
 	"strings"
 	"testing"
+
+	"github.com/sidesync/sidesync/internal/contract"
 )
 
 func TestReportString(t *testing.T) {
@@ -87,6 +89,6 @@ func TestJobWithoutRestartPolicyWarns(t *testing.T) {
 		t.Errorf("warnings %q", r.Warnings)
 	}
 	if got := at(t, out, "spec", "template", "spec", "containers", 0, "env", 0, "value"); got != "Always" {
-		t.Errorf("%s = %v, want Always", EnvRestartPolicy, got)
+		t.Errorf("%s = %v, want Always", contract.Env(contract.FlagRestartPolicy), got)
 	}
 }

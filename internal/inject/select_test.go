@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidesync/sidesync/internal/contract"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -41,13 +43,13 @@ func TestSidecarsAreNeverWrapped(t *testing.T) {
 		t.Errorf("report %q; Left (-want +got):\n%s", r, diff)
 	}
 	for i := 1; i <= 4; i++ {
-		if cmd := at(t, out, "spec", "containers", i, "command"); cmd != nil && cmp.Equal(cmd, []any{Binary}) {
+		if cmd := at(t, out, "spec", "containers", i, "command"); cmd != nil && cmp.Equal(cmd, []any{contract.Binary}) {
 			t.Errorf("container %d was wrapped", i)
 		}
 	}
 	inits := at(t, out, "spec", "initContainers").([]any)
-	if len(inits) != 4 || at(t, inits, 0, "name") != InitContainer || at(t, inits, 3, "command", 0) != "migrate" {
-		t.Errorf("initContainers: want %s first, then the three as they were; got %v", InitContainer, inits)
+	if len(inits) != 4 || at(t, inits, 0, "name") != contract.InitContainer || at(t, inits, 3, "command", 0) != "migrate" {
+		t.Errorf("initContainers: want %s first, then the three as they were; got %v", contract.InitContainer, inits)
 	}
 }
 
@@ -85,18 +87,18 @@ func TestRestartEnv(t *testing.T) {
 		want                       []any
 	}{
 		{"the pod's policy", "Never", `{name: a, command: [x], env: [{name: A, value: "1"}]}`,
-			[]any{env("A", "1"), env(EnvRestartPolicy, "Never")}},
+			[]any{env("A", "1"), env(contract.Env(contract.FlagRestartPolicy), "Never")}},
 		{"a Pod defaults to Always", "", `{name: a, command: [x]}`,
-			[]any{env(EnvRestartPolicy, "Always")}},
+			[]any{env(contract.Env(contract.FlagRestartPolicy), "Always")}},
 		{"the container's own policy wins", "Never", `{name: a, command: [x], restartPolicy: OnFailure}`,
-			[]any{env(EnvRestartPolicy, "OnFailure")}},
+			[]any{env(contract.Env(contract.FlagRestartPolicy), "OnFailure")}},
 		{"rules, copied as JSON", "Never", `{name: a, command: [x], restartPolicy: Never, restartPolicyRules: [
 			{action: Restart, exitCodes: {operator: NotIn, values: [0, 1]}}]}`,
-			[]any{env(EnvRestartPolicy, "Never"), env(EnvRestartRules, `[{"action":"Restart","exitCodes":{"operator":"NotIn","values":[0,1]}}]`)}},
+			[]any{env(contract.Env(contract.FlagRestartPolicy), "Never"), env(contract.Env(contract.FlagRestartRules), `[{"action":"Restart","exitCodes":{"operator":"NotIn","values":[0,1]}}]`)}},
 		{"stale entries replaced", "OnFailure", `{name: a, command: [x], env: [{name: SIDESYNC_RESTART_POLICY, value: Never},
 			{name: B, valueFrom: {fieldRef: {fieldPath: metadata.name}}}, {name: SIDESYNC_RESTART_RULES, value: "[]"}]}`,
 			[]any{map[string]any{"name": "B", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}},
-				env(EnvRestartPolicy, "OnFailure")}},
+				env(contract.Env(contract.FlagRestartPolicy), "OnFailure")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,11 +140,11 @@ func TestSidecarsAnnotation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out, r := apply(t, decode(t, podWith(tt.containers, tt.inits)), opts(), nil)
 			ann := at(t, out, "metadata", "annotations").(map[string]any)
-			got, _ := ann[SidecarsAnnotation].(string)
+			got, _ := ann[contract.SidecarsAnnotation].(string)
 			if got != tt.want || strings.Join(r.Sidecars, ",") != tt.want {
-				t.Errorf("%s = %q (report %q), want %q", SidecarsAnnotation, got, r.Sidecars, tt.want)
+				t.Errorf("%s = %q (report %q), want %q", contract.SidecarsAnnotation, got, r.Sidecars, tt.want)
 			}
-			if diff := cmp.Diff([]any{"--pod-info=" + PodInfoDir, "--", "x"}, at(t, out, "spec", "containers", 0, "args")); diff != "" {
+			if diff := cmp.Diff([]any{"--pod-info=" + contract.PodInfoDir, "--", "x"}, at(t, out, "spec", "containers", 0, "args")); diff != "" {
 				t.Errorf("wrapper args (-want +got):\n%s", diff)
 			}
 		})
@@ -150,7 +152,7 @@ func TestSidecarsAnnotation(t *testing.T) {
 }
 
 // TestAnnotationsFollowTheManifest: re-injecting after a sidecar was removed drops it from
-// the annotation; InjectedAnnotation lists every wrapped container.
+// the annotation; contract.InjectedAnnotation lists every wrapped container.
 func TestAnnotationsFollowTheManifest(t *testing.T) {
 	out, _ := apply(t, decode(t, podWith(`[{name: a, image: x, command: [a]}, {name: istio-proxy, image: i}]`, "")), opts(), nil)
 	out = roundTrip(t, out)
@@ -158,11 +160,11 @@ func TestAnnotationsFollowTheManifest(t *testing.T) {
 	spec["containers"] = append(spec["containers"].([]any)[:1], map[string]any{"name": "b", "image": "x", "command": []any{"b"}})
 	again, r := apply(t, out, opts(), nil)
 	ann := at(t, again, "metadata", "annotations").(map[string]any)
-	if _, ok := ann[SidecarsAnnotation]; ok {
-		t.Errorf("%s still there: %v", SidecarsAnnotation, ann)
+	if _, ok := ann[contract.SidecarsAnnotation]; ok {
+		t.Errorf("%s still there: %v", contract.SidecarsAnnotation, ann)
 	}
-	if got := ann[InjectedAnnotation]; got != "v1.2.3 init-copy a,b" {
-		t.Errorf("%s = %q, want %q", InjectedAnnotation, got, "v1.2.3 init-copy a,b")
+	if got := ann[contract.InjectedAnnotation]; got != "v1.2.3 init-copy a,b" {
+		t.Errorf("%s = %q, want %q", contract.InjectedAnnotation, got, "v1.2.3 init-copy a,b")
 	}
 	if !cmp.Equal(r.Wrapped, []string{"b"}) || !cmp.Equal(r.AlreadyWrapped, []string{"a"}) {
 		t.Errorf("report %q", r)
