@@ -19,6 +19,7 @@ import (
 	"github.com/sidesync/sidesync/internal/inject"
 	"github.com/sidesync/sidesync/internal/inject/manifest"
 	"github.com/sidesync/sidesync/internal/inject/resolve"
+	workload "github.com/sidesync/sidesync/internal/manifest"
 )
 
 const injectUsage = `Usage: kubectl sidesync inject [-f FILE|-] [flags]
@@ -87,8 +88,8 @@ func runInject(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var reports []inject.Report
-	err = manifest.Each(docs, func(obj map[string]any, where string) (map[string]any, error) {
-		out, r, err := inject.Apply(obj, cfg.opts, eps)
+	err = eachObject(docs, func(obj map[string]any, tm workload.TypeMeta, where string) (map[string]any, error) {
+		out, r, err := inject.Apply(obj, tm, cfg.opts, eps)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
@@ -133,8 +134,8 @@ func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Wri
 		return nil, nil
 	}
 	var images []string
-	err := manifest.Each(docs, func(obj map[string]any, where string) (map[string]any, error) {
-		imgs, err := inject.Images(obj, cfg.opts)
+	err := eachObject(docs, func(obj map[string]any, tm workload.TypeMeta, where string) (map[string]any, error) {
+		imgs, err := inject.Images(obj, tm, cfg.opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
@@ -220,4 +221,36 @@ func checkInjectFlags(cfg *injectConfig, platforms []string) []error {
 		errs = append(errs, err)
 	}
 	return errs
+}
+
+// eachObject calls fn with every object of the documents, a List's items one by one with the
+// type they inherit, and puts what fn returns in its place. where names the object in errors:
+// "document 2", "document 2, items[0]".
+func eachObject(docs []manifest.Document, fn func(obj map[string]any, tm workload.TypeMeta, where string) (map[string]any, error)) error {
+	for i := range docs {
+		d := &docs[i]
+		if d.Object == nil {
+			continue
+		}
+		doc := fmt.Sprintf("document %d", d.N)
+		var fnErr error
+		out, err := workload.Items(d.Object, func(item map[string]any, tm workload.TypeMeta, where string) (map[string]any, error) {
+			if where != "" {
+				where = doc + ", " + where
+			} else {
+				where = doc
+			}
+			out, err := fn(item, tm, where)
+			fnErr = err
+			return out, err
+		})
+		switch {
+		case fnErr != nil:
+			return fnErr // it names where
+		case err != nil:
+			return fmt.Errorf("%s: %w", doc, err)
+		}
+		d.Object = out
+	}
+	return nil
 }

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidesync/sidesync/internal/detect"
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/internal/emulator"
-	"github.com/sidesync/sidesync/sidecar"
 )
 
 // withoutEmulator lists the profiles that have no emulator of their own, and why. Every other
@@ -20,11 +19,11 @@ func withoutEmulator() map[string]string {
 	}
 }
 
-// TestProfilesComplete: a profile of the sidecar table (sidecar/profile.go) is complete only
-// with all of the places that know about it: its documentation (notes, and a row in each of the
-// README's generated tables), its detection row (internal/detect, Signatures), its emulator
-// (internal/emulator, Profiles) unless withoutEmulator says why not, and its end-to-end case
-// (profileCases).
+// TestProfilesComplete: a profile of the catalog (internal/catalog) is complete only with the
+// places outside its row that know about it: its documentation (notes, and a row in each of the
+// README's generated tables), its emulator (internal/emulator, Profiles) unless withoutEmulator
+// says why not, and its end-to-end case (profileCases). Everything else about a sidecar is in
+// its catalog row.
 func TestProfilesComplete(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -32,18 +31,15 @@ func TestProfilesComplete(t *testing.T) {
 	}
 	profileRows, detectionRows := section(t, string(readme), "profiles"), section(t, string(readme), "detection")
 	cases, exempt := profileCases(), withoutEmulator()
-	names := sidecar.ProfileNames()
+	names := catalog.ProfileNames()
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			if d, ok := sidecar.DescribeProfile(name); !ok || d.Notes == "" {
-				t.Errorf("no notes: give the row of %s in sidecar/profile.go its notes", name)
+			if e, ok := catalog.Lookup(name); !ok || e.Notes == "" {
+				t.Errorf("no notes: give the row of %s in internal/catalog its notes", name)
 			}
 			row := "\n| `" + name + "` |"
 			if !strings.Contains(profileRows, row) || !strings.Contains(detectionRows, row) {
-				t.Errorf("README.md lacks a row for %s: run go generate ./sidecar ./internal/detect", name)
-			}
-			if _, ok := detect.LookupSignature(name); !ok {
-				t.Errorf("no detection row: add %s to Signatures in internal/detect/signatures.go (with Undetectable and the reason if nothing reveals it)", name)
+				t.Errorf("README.md lacks a row for %s: run go generate ./internal/catalog", name)
 			}
 			_, hasEmulator := emulator.LookupProfile(name)
 			switch why, ok := exempt[name]; {

@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/internal/config"
-	"github.com/sidesync/sidesync/sidecar"
 )
 
 const helpIntro = `sidesync keeps a command in step with the sidecars of its Kubernetes pod.
@@ -72,7 +72,7 @@ func printHelp(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-34s%s\n", strings.TrimSpace("sidesync "+s.name+" "+s.args), s.summary)
 	}
-	fmt.Fprintf(w, helpSidecars, strings.Join(sidecar.ProfileNames(), ", "))
+	fmt.Fprintf(w, helpSidecars, strings.Join(catalog.ProfileNames(), ", "))
 	fmt.Fprintln(w, "\nFlags:")
 	config.PrintFlags(w)
 	fmt.Fprint(w, helpContracts)

@@ -23,7 +23,7 @@ type profileCase struct {
 }
 
 // profileCases has one end-to-end case per profile, keyed by profile name;
-// TestProfilesComplete checks that every profile of sidecar.ProfileNames has one.
+// TestProfilesComplete checks that every profile of catalog.ProfileNames has one.
 func profileCases() map[string]profileCase {
 	admin := func(p string) func(*emu) string { return func(e *emu) string { return p + ":port=" + e.port("admin") } }
 	return map[string]profileCase{

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/internal/restart"
 	"github.com/sidesync/sidesync/sidecar"
 )
@@ -38,7 +39,7 @@ var everyFlag = []flagRun{
 		"--restart-policy", "OnFailure", "--restart-rules", `[{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]`,
 		"--platform-commands", `{"linux/amd64": ["/app", "-v"], "linux/arm64/v8": ["/app-arm64"]}`,
 	}, func(c *Config) {
-		istio, _ := sidecar.Profile("istio")
+		istio, _ := catalog.Profile("istio")
 		sidecars(sidecar.Sidecar{
 			Name: "envoy", Ready: &sidecar.Check{Kind: sidecar.EnvoyAdmin, URL: "http://127.0.0.1:19000"},
 			Quit: &sidecar.Call{URL: "http://10.0.0.1:1/q"},

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/sidecar"
 )
 
 // inputs are the settings that only feed derived values, so they are parser state rather than
@@ -50,7 +50,7 @@ const (
 // is the flag's default. The usage strings are the reference documentation printed by --help.
 func newFlagSet(cfg *Config, in *inputs) *flag.FlagSet {
 	fs := flag.NewFlagSet("sidesync", flag.ContinueOnError)
-	fs.Var(specValue{&in.specs}, flagSidecar, "a `sidecar` to wait for and quit: a profile ("+strings.Join(sidecar.ProfileNames(), ", ")+"), optionally with overrides, e.g. linkerd:port=4192, cloudsql:ready-port=9090,quit-port=9091 or http:ready=URL,quit=URL; repeatable, or comma-separated")
+	fs.Var(specValue{&in.specs}, flagSidecar, "a `sidecar` to wait for and quit: a profile ("+strings.Join(catalog.ProfileNames(), ", ")+"), optionally with overrides, e.g. linkerd:port=4192, cloudsql:ready-port=9090,quit-port=9091 or http:ready=URL,quit=URL; repeatable, or comma-separated")
 	fs.Var(urlValue{&in.admin}, flagAdmin, "Envoy admin base `URL` (OSM: http://127.0.0.1:15000): wait until GET <URL>/ready answers 200 (LIVE), quit with POST <URL>/quitquitquit")
 	fs.Var(urlValue{&in.readyURL}, flagReadyURL, "wait on this `URL` instead (any 2xx answer means ready)")
 	fs.Var(urlListValue{&in.quitURLs}, flagQuitURL, "POST these `URLs` to quit instead (repeat the flag or separate with commas)")

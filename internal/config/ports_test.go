@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -36,10 +37,10 @@ func TestPortAmbiguous(t *testing.T) {
 // TestPortPerProfile: port= is accepted on a profile exactly when its readiness check and quit
 // call share a port (or it has only one of them).
 func TestPortPerProfile(t *testing.T) {
-	for _, name := range sidecar.ProfileNames() {
+	for _, name := range catalog.ProfileNames() {
 		t.Run(name, func(t *testing.T) {
 			sc := profile(t, name)
-			shared := sc.Ready == nil || sc.Quit == nil || portOf(t, sc.Ready.URL) == portOf(t, sc.Quit.URL)
+			shared := sc.Ready == nil || sc.Quit == nil || explicitPort(t, sc.Ready.URL) == explicitPort(t, sc.Quit.URL)
 			_, err := Parse(ModeWait, []string{"--sidecar", name + ":port=4192"}, envOf())
 			accepted := err == nil || !strings.Contains(err.Error(), "port= is ambiguous")
 			if accepted != shared {
@@ -49,7 +50,7 @@ func TestPortPerProfile(t *testing.T) {
 	}
 }
 
-func portOf(t *testing.T, raw string) string {
+func explicitPort(t *testing.T, raw string) string {
 	t.Helper()
 	u, err := url.Parse(raw)
 	if err != nil || u.Port() == "" {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -14,8 +15,8 @@ import (
 func TestSidecarLocationPrecedence(t *testing.T) {
 	const x, y, z = "http://127.0.0.1:19000", "http://127.0.0.1:15000", "http://127.0.0.1:15020"
 	q := "http://127.0.0.1:9091/quitquitquit"
-	cloudsql, _ := sidecar.Profile("cloudsql")
-	istio, _ := sidecar.Profile("istio")
+	cloudsql, _ := catalog.Profile("cloudsql")
+	istio, _ := catalog.Profile("istio")
 	tests := []struct {
 		name string
 		args []string

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -86,8 +87,8 @@ func splitSpecs(s string) (pieces []string, problems []error) {
 func parseSpec(piece string) (spec, error) {
 	name, rest, _ := strings.Cut(piece, ":")
 	name = strings.ToLower(strings.TrimSpace(name))
-	if !sidecar.IsProfile(name) {
-		return spec{}, fmt.Errorf("unknown sidecar %q (known: %s)", name, strings.Join(sidecar.ProfileNames(), ", "))
+	if !catalog.IsProfile(name) {
+		return spec{}, fmt.Errorf("unknown sidecar %q (known: %s)", name, strings.Join(catalog.ProfileNames(), ", "))
 	}
 	sp := spec{profile: name}
 	for kv := range strings.SplitSeq(rest, ",") {
@@ -106,9 +107,10 @@ func parseSpec(piece string) (spec, error) {
 // specKeys documents the overrides a spec accepts.
 const specKeys = "name, ready, quit, port, ready-port, quit-port, host, method, status, native, startup-probe"
 
-// sidecar builds the sidecar a spec describes; lookupEnv supplies DAPR_API_TOKEN.
+// sidecar builds the sidecar a spec describes; lookupEnv supplies the credential its row takes
+// from the environment (DAPR_API_TOKEN).
 func (s spec) sidecar(lookupEnv func(string) (string, bool)) (sidecar.Sidecar, error) {
-	sc, _ := sidecar.Profile(s.profile)
+	sc, _ := catalog.Profile(s.profile)
 	// URLs first, so that port, method and status apply to them whatever the order given.
 	if err := s.apply(&sc, true); err != nil {
 		return sc, err
@@ -125,11 +127,7 @@ func (s spec) sidecar(lookupEnv func(string) (string, bool)) (sidecar.Sidecar, e
 	case s.profile == "tcp" && (sc.Ready == nil || sc.Ready.Kind != sidecar.TCP):
 		return sc, fmt.Errorf("the tcp sidecar needs ready=tcp://HOST:PORT")
 	}
-	if tok, ok := lookupEnv("DAPR_API_TOKEN"); ok && tok != "" && s.profile == "dapr" && sc.Quit != nil {
-		// Dapr checks the token on every call but its health endpoints (7.1).
-		sc.Quit.Header = append(sc.Quit.Header, sidecar.Header{Name: "dapr-api-token", Value: tok})
-	}
-	return sc, nil
+	return catalog.WithCredential(s.profile, sc, lookupEnv), nil
 }
 
 // apply sets the spec's URL overrides (ready=, quit=) on sc, or all the others.

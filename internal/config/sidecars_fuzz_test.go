@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -61,7 +62,7 @@ func FuzzParseSidecars(f *testing.F) {
 
 func checkParsedSidecar(t *testing.T, value string, p ParsedSidecar) {
 	t.Helper()
-	if !sidecar.IsProfile(p.Profile) {
+	if !catalog.IsProfile(p.Profile) {
 		t.Fatalf("ParseSidecars(%q): unknown profile %q", value, p.Profile)
 	}
 	sc := p.Sidecar

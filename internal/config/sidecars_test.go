@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
 func profile(t *testing.T, name string) sidecar.Sidecar {
 	t.Helper()
-	sc, ok := sidecar.Profile(name)
+	sc, ok := catalog.Profile(name)
 	if !ok {
 		t.Fatalf("no profile %q", name)
 	}

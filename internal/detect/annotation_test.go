@@ -2,11 +2,11 @@ package detect
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/internal/contract"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -25,16 +25,21 @@ func TestSidecarsAnnotation(t *testing.T) {
 		wantWhy     []string
 		wantWarning string
 	}{
-		{"alone", map[string]string{SidecarsAnnotation: "cloudsql:ready-port=9190,quit-port=9191"},
+		{"alone", map[string]string{contract.SidecarsAnnotation: "cloudsql:ready-port=9190,quit-port=9191"},
 			[]sidecar.Sidecar{movedSQL}, []string{"annotation sidesync.io/sidecars"}, ""},
-		{"wins over the mesh's mark for the same profile", map[string]string{SidecarsAnnotation: "istio:native=true,startup-probe=true", istioStatus: `{"containers":["istio-proxy"]}`},
+		{"wins over the mesh's mark for the same profile", map[string]string{contract.SidecarsAnnotation: "istio:native=true,startup-probe=true", istioStatus: `{"containers":["istio-proxy"]}`},
 			[]sidecar.Sidecar{nativeIstio}, []string{"annotation sidesync.io/sidecars"}, ""},
-		{"beside the mesh's mark for another", map[string]string{SidecarsAnnotation: "cloudsql:ready-port=9190,quit-port=9191", istioStatus: "{}"},
-			[]sidecar.Sidecar{movedSQL, mustProfile(t, "istio")}, []string{"annotation sidesync.io/sidecars", istioStatus}, ""},
-		{"a malformed entry is left out", map[string]string{SidecarsAnnotation: "istio,bogus:port=1", kumaInjected: "true"},
-			[]sidecar.Sidecar{mustProfile(t, "istio"), mustProfile(t, "kuma")}, []string{"annotation sidesync.io/sidecars", kumaInjected},
+		{"beside the mesh's mark for another", map[string]string{contract.SidecarsAnnotation: "cloudsql:ready-port=9190,quit-port=9191", istioStatus: "{}"},
+			[]sidecar.Sidecar{movedSQL, mustProfile(t, "istio")}, []string{"annotation sidesync.io/sidecars", "annotation " + istioStatus}, ""},
+		{"a malformed entry is left out", map[string]string{contract.SidecarsAnnotation: "istio,bogus:port=1", kumaInjected: "true"},
+			[]sidecar.Sidecar{mustProfile(t, "istio"), mustProfile(t, "kuma")}, []string{"annotation sidesync.io/sidecars", `annotation kuma.io/sidecar-injected: "true"`},
 			`ignoring what cannot be read in the pod annotation sidesync.io/sidecars="istio,bogus:port=1": unknown sidecar "bogus"`},
-		{"nothing readable", map[string]string{SidecarsAnnotation: "native=true"}, nil, nil,
+		{"inject's list, with the user's winning for a profile both name", map[string]string{
+			"sidesync.io/found-sidecars": "cloudsql:ready-port=9190,quit-port=9191,vault",
+			contract.SidecarsAnnotation:  "vault:quit-port=8201"},
+			[]sidecar.Sidecar{mustProfile(t, "vault").WithPorts(0, 8201), movedSQL},
+			[]string{"annotation sidesync.io/sidecars", "annotation sidesync.io/found-sidecars"}, ""},
+		{"nothing readable", map[string]string{contract.SidecarsAnnotation: "native=true"}, nil, nil,
 			`sidesync.io/sidecars="native=true": "native=true": a setting before any sidecar name`},
 	}
 	for _, tt := range tests {
@@ -65,13 +70,13 @@ func TestSidecarsAnnotationInPod(t *testing.T) {
 	const podJSON = `{"metadata":{"annotations":{"sidesync.io/sidecars":"cloudsql:ready-port=9190,quit-port=9191,vault:bad=1","linkerd.io/proxy-version":"v2"}},
 	"spec":{"containers":[{"name":"job"},
 	  {"name":"sql","image":"gcr.io/cloud-sql-connectors/cloud-sql-proxy:2","args":["--health-check","--quitquitquit"]}]}}`
-	var p pod
-	if err := json.Unmarshal([]byte(podJSON), &p); err != nil {
+	p, err := readPod([]byte(podJSON))
+	if err != nil {
 		t.Fatal(err)
 	}
 	var r Result
 	for range 2 {
-		found := r.fromAnnotations(p.Metadata.Annotations, p.Metadata.Labels, &p, noEnv)
+		found := r.fromPod(p, noEnv)
 		if diff := cmp.Diff([]string{"cloudsql", "linkerd"}, names(found)); diff != "" {
 			t.Fatalf("found (-want +got):\n%s", diff)
 		}

@@ -3,12 +3,11 @@ package detect
 import (
 	"context"
 	"errors"
-	"maps"
-	"slices"
 	"time"
 
+	"github.com/sidesync/sidesync/internal/catalog"
+	"github.com/sidesync/sidesync/internal/manifest"
 	"github.com/sidesync/sidesync/internal/restart"
-	"github.com/sidesync/sidesync/sidecar"
 )
 
 // Options says where to look.
@@ -41,14 +40,15 @@ type Result struct {
 	RestartNote string
 }
 
-// Detect looks at the pod's annotations in the downward-API volume first (the sidesync.io/sidecars
-// list and the injectors' marks), then at the pod in the Kubernetes API; the first source that
-// names a sidecar wins. Reading the Pod also tells whether the kubelet restarts this container
-// in place (Result.Restart).
+// Detect looks at the pod's annotations in the downward-API volume first (the sidecars lists of
+// the user and of inject, and the injectors' marks), then at the pod in the Kubernetes API; the
+// first source that names a sidecar wins. Reading the Pod also tells whether the kubelet
+// restarts this container in place (Result.Restart).
 func Detect(ctx context.Context, o Options) Result {
 	var r Result
 	if ann, labels, ok := readPodInfo(o.PodInfoDir); ok {
-		if found := r.fromAnnotations(ann, labels, nil, o.LookupEnv); len(found) > 0 {
+		view := &manifest.PodView{Annotations: ann, Labels: labels}
+		if found := r.fromPod(view, o.LookupEnv); len(found) > 0 {
 			r.Found, r.Source, r.Tried = found, "pod annotations in "+o.PodInfoDir, nil
 			return r
 		}
@@ -88,7 +88,7 @@ func (r *Result) fromAPI(ctx context.Context, o Options) {
 		if r.Restart, of, r.RestartNote = restartOf(p, o.LookupEnv); of != "" {
 			r.RestartFrom = "the Kubernetes API, pod " + where + ", " + of
 		}
-		if found := r.fromAnnotations(p.Metadata.Annotations, p.Metadata.Labels, p, o.LookupEnv); len(found) > 0 {
+		if found := r.fromPod(p, o.LookupEnv); len(found) > 0 {
 			r.Found, r.Source, r.Tried = found, "the Kubernetes API, pod "+where, nil
 			return
 		}
@@ -96,66 +96,20 @@ func (r *Result) fromAPI(ctx context.Context, o Options) {
 	}
 }
 
-// fromAnnotations finds the sidecars that the sidesync.io/sidecars annotation lists, merged with
-// those the injectors' marks reveal and, given a Pod object, its containers; a malformed
-// annotation becomes a warning.
-func (r *Result) fromAnnotations(ann, labels map[string]string, p *pod, lookupEnv func(string) (string, bool)) []Found {
-	annotated, warning := fromSidecarsAnnotation(ann, lookupEnv)
-	if warning != "" && !slices.Contains(r.Warnings, warning) {
-		r.Warnings = append(r.Warnings, warning)
-	}
-	if p != nil {
-		return withAnnotated(annotated, fromPod(p))
-	}
-	return withAnnotated(annotated, fromMetadata(ann, labels))
-}
-
-// fromPod finds the sidecars of a Pod object: from its annotations, refined by its containers
-// (native or not, startup probe), and from containers no annotation names (the Cloud SQL Auth
-// Proxy, App Mesh's Envoy, hand-added sidecars).
-func fromPod(p *pod) []Found {
-	found := fromMetadata(p.Metadata.Annotations, p.Metadata.Labels)
-	cs := p.containers()
-	used := make(map[string]bool)
-	for i := range found {
-		s, _ := LookupSignature(found[i].Sidecar.Name)
-		if c, ok := cs[s.Container]; ok && s.Container != "" {
-			applyContainer(&found[i], s, c)
-			used[s.Container] = true
+// fromPod finds the pod's sidecars: those the sidesync annotations list, merged with those the
+// catalog finds from the injectors' marks and, in a Pod object, from its containers (native or
+// not, startup probe, the sidecar's own settings). A malformed annotation becomes a warning.
+func (r *Result) fromPod(p *manifest.PodView, lookupEnv func(string) (string, bool)) []Found {
+	annotated := r.fromSidecarsAnnotations(p.Annotations, lookupEnv)
+	var others []Found
+	for _, s := range catalog.Sort(p, catalog.Options{}).Sidecars {
+		if s.Entry == nil {
+			continue // a native sidecar nobody knows: nothing to wait for, nothing to tell
 		}
+		sc := s.Profile
+		sc.Name = s.Entry.Name
+		others = append(others, Found{Profile: s.Entry.Name, Sidecar: catalog.WithCredential(s.Entry.Name, sc, lookupEnv),
+			Why: s.Via, Notes: s.Notes})
 	}
-	for _, name := range slices.Sorted(maps.Keys(cs)) {
-		c := cs[name]
-		if used[name] {
-			continue
-		}
-		if s, ok := containerSignature(c); ok {
-			f := Found{Profile: s.Profile, Why: "container " + name}
-			f.Sidecar, _ = sidecar.Profile(s.Profile)
-			applyContainer(&f, s, c)
-			found = append(found, f)
-		}
-	}
-	return found
-}
-
-// containerSignature recognises a sidecar container by its name or image: the first row of
-// Signatures that it matches.
-func containerSignature(c container) (Signature, bool) {
-	for _, s := range Signatures() {
-		if s.matches(c) {
-			return s, true
-		}
-	}
-	return Signature{}, false
-}
-
-// applyContainer records what the container says: native or not, a startup probe, and what
-// the profile's own function reads there (the Cloud SQL Auth Proxy's flags).
-func applyContainer(f *Found, s Signature, c container) {
-	f.Sidecar.Native = f.Sidecar.Native || c.native
-	f.Sidecar.StartupProbe = c.native && c.StartupProbe != nil
-	if s.fromContainer != nil {
-		s.fromContainer(f, c)
-	}
+	return withAnnotated(annotated, others)
 }

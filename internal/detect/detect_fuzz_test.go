@@ -2,14 +2,16 @@ package detect
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/internal/config"
+	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/manifest"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -43,8 +45,8 @@ func FuzzPodInfo(f *testing.F) {
 		{daprEnabled: "true", daprHTTPPort: "3600"},
 		{vaultInjected: "injected", vaultEnableQuit: "true"},
 		{osmProxyLabel: "1b9c"},
-		{SidecarsAnnotation: "istio,cloudsql:ready-port=9190,quit-port=9191,native=true"},
-		{SidecarsAnnotation: "istio:host=10.0.0.3,linkerd:native=maybe,tcp:ready=tcp://[::1]:5432", istioStatus: "{}"},
+		{contract.SidecarsAnnotation: "istio,cloudsql:ready-port=9190,quit-port=9191,native=true"},
+		{contract.SidecarsAnnotation: "istio:host=10.0.0.3,linkerd:native=maybe,tcp:ready=tcp://[::1]:5432", istioStatus: "{}"},
 		{"app": "x\ny\"z\\\u00e9\x93", "": "", "a=b": "c"},
 	} {
 		f.Add([]byte(formatMap(s)))
@@ -60,10 +62,10 @@ func FuzzPodInfo(f *testing.F) {
 			t.Fatalf("read %q, written as the kubelet writes it %q, reads back as %q", ann, formatMap(ann), got)
 		}
 		var r Result
-		fs := r.fromAnnotations(ann, labels, nil, noEnv)
+		fs := r.fromPod(&manifest.PodView{Annotations: ann, Labels: labels}, noEnv)
 		checkFound(t, fs)
 		var r2 Result
-		if fs2 := r2.fromAnnotations(ann, labels, nil, noEnv); !reflect.DeepEqual(fs, fs2) || !reflect.DeepEqual(r, r2) {
+		if fs2 := r2.fromPod(&manifest.PodView{Annotations: ann, Labels: labels}, noEnv); !reflect.DeepEqual(fs, fs2) || !reflect.DeepEqual(r, r2) {
 			t.Fatalf("detection is not deterministic")
 		}
 	})
@@ -76,7 +78,7 @@ func checkFound(t *testing.T, found []Found) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, f := range found {
-		if !sidecar.IsProfile(f.Profile) || f.Why == "" {
+		if !catalog.IsProfile(f.Profile) || f.Why == "" {
 			t.Fatalf("found %+v: profile %q, why %q", f, f.Profile, f.Why)
 		}
 		if seen[f.Profile] {
@@ -117,8 +119,8 @@ func FuzzPod(f *testing.F) {
 	"spec":{"restartPolicy":"sometimes","containers":[{"name":"linkerd-proxy","image":"cr.l5d.io/linkerd/proxy"}]}}`), "jbo")
 	f.Add([]byte(`{"metadata":null,"spec":{"containers":[null,{"name":"db","image":"gcr.io/cloudsql-docker/gce-proxy:1.33","command":["/cloud_sql_proxy","-health-check=true","--http-port","x"]}]}}`), "db")
 	f.Fuzz(func(t *testing.T, body []byte, container string) {
-		var p pod
-		if err := json.Unmarshal(body, &p); err != nil {
+		p, err := readPod(body)
+		if err != nil {
 			return
 		}
 		env := func(name string) (string, bool) {
@@ -128,9 +130,9 @@ func FuzzPod(f *testing.F) {
 			return "", false
 		}
 		var r Result
-		found := r.fromAnnotations(p.Metadata.Annotations, p.Metadata.Labels, &p, env)
+		found := r.fromPod(p, env)
 		checkFound(t, found)
-		spec, of, note := restartOf(&p, env)
+		spec, of, note := restartOf(p, env)
 		if (of == "") == (note == "") {
 			t.Fatalf("restartOf: of %q, note %q: want exactly one", of, note)
 		}
@@ -140,104 +142,12 @@ func FuzzPod(f *testing.F) {
 		for code := 0; code <= 255; code++ {
 			spec.Restarts(code)
 		}
-		var p2 pod
-		_ = json.Unmarshal(body, &p2)
+		p2, _ := readPod(body)
 		var r2 Result
-		found2 := r2.fromAnnotations(p2.Metadata.Annotations, p2.Metadata.Labels, &p2, env)
-		spec2, of2, note2 := restartOf(&p2, env)
+		found2 := r2.fromPod(p2, env)
+		spec2, of2, note2 := restartOf(p2, env)
 		if !reflect.DeepEqual(found, found2) || !reflect.DeepEqual(r, r2) || !reflect.DeepEqual(spec, spec2) || of != of2 || note != note2 {
 			t.Fatal("detection from a Pod is not deterministic")
 		}
 	})
-}
-
-// FuzzManifestSidecar recognises sidecars among arbitrary manifest containers, as `kubectl
-// sidesync inject` does, and checks the contract between inject and the pod binary: the
-// --sidecar value Spec writes for what it found (recorded in the sidesync.io/sidecars
-// annotation) reads back, with config.ParseSidecars, as exactly that sidecar.
-func FuzzManifestSidecar(f *testing.F) {
-	const sqlImage = "gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.0"
-	for _, c := range []ManifestContainer{
-		{Name: "istio-proxy", Image: "docker.io/istio/proxyv2:1.28.0"},
-		{Name: "linkerd-proxy", Native: true, StartupProbe: true},
-		{Name: "linkerd-proxy", StartupProbe: true},
-		{Name: "db", Image: sqlImage, Args: []string{"--health-check", "--http-port", "9190", "--quitquitquit", "--admin-port=9191", "p:r:i"}},
-		{Name: "db", Image: sqlImage, Command: []string{"/cloud-sql-proxy", "--health-check", "--quitquitquit"}},
-		{Name: "db", Image: sqlImage, Args: []string{"--quitquitquit=false", "p:r:i"}},
-		{Name: "db", Image: sqlImage, Native: true, Args: []string{"--health-check", "--quitquitquit"}},
-		{Name: "db", Image: sqlImage, Args: []string{"--health-check", "--http-port", "0", "--quitquitquit", "--admin-port=65536"}},
-		{Name: "envoy", Image: "envoyproxy/envoy:v1.36"},
-		{Name: "envoy", Image: "840364872350.dkr.ecr.us-west-2.amazonaws.com/aws-appmesh-envoy:v1.29"},
-		{Name: "vault-agent", Image: "hashicorp/vault"},
-		{Name: "daprd", Image: "ghcr.io/dapr/daprd:1.16"},
-		{Name: "app", Image: "example/app"},
-	} {
-		f.Add(c.Name, c.Image, strings.Join(c.Command, "\n"), strings.Join(c.Args, "\n"), c.Native, c.StartupProbe)
-	}
-	f.Fuzz(func(t *testing.T, name, image, command, args string, native, startup bool) {
-		mc := ManifestContainer{Name: name, Image: image, Native: native, StartupProbe: startup}
-		if command != "" {
-			mc.Command = strings.Split(command, "\n")
-		}
-		if args != "" {
-			mc.Args = strings.Split(args, "\n")
-		}
-		found, spec, ok := ManifestSidecar(mc)
-		if !ok {
-			if spec != "" {
-				t.Fatalf("no sidecar, but spec %q", spec)
-			}
-			return
-		}
-		checkFound(t, []Found{found})
-		parsed, err := config.ParseSidecars(spec, noEnv)
-		if err != nil || len(parsed) != 1 {
-			t.Fatalf("%+v: Spec %q reads back as %+v, %v", mc, spec, parsed, err)
-		}
-		if parsed[0].Profile != found.Profile || !reflect.DeepEqual(parsed[0].Sidecar, found.Sidecar) {
-			t.Fatalf("%+v: Spec %q reads back as\n%+v\nwant\n%+v", mc, spec, parsed[0].Sidecar, found.Sidecar)
-		}
-	})
-}
-
-// FuzzSpec reads arbitrary --sidecar lists with config.ParseSidecars and writes each sidecar
-// back with Spec: what Spec writes must read back as one sidecar of the same profile, with the
-// same endpoints (readiness check and quit URL) and the same native and startup-probe marks, the
-// settings Spec writes. Spec is the one writer of the syntax ParseSidecars reads.
-func FuzzSpec(f *testing.F) {
-	for _, s := range []string{
-		"istio", "istio,cloudsql:ready-port=9190,quit-port=9191", "cloudsql:ready-port=9190,quit-port=9191,native=true",
-		"linkerd:native=true,startup-probe=true", "cloudsql:ready=none,quit=none", "tcp:ready=tcp://127.0.0.1:5432,name=db",
-		"istio:host=::1", "istio:quit-port=15099", "http:ready=http://localhost/health", "http:quit=http://[::1]:1/q",
-		"envoy:ready=http://127.0.0.1:19000,quit=http://127.0.0.1:19000/quitquitquit", "consul:port=1", "vault",
-		"linkerd:port=4192", "envoy:ready=http://127.0.0.1:1/x,quit-port=2", "istio:ready=http://127.0.0.1:15021/healthz/ready",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, value string) {
-		parsed, _ := config.ParseSidecars(value, noEnv)
-		for _, p := range parsed {
-			spec := Spec(p.Profile, p.Sidecar)
-			again, err := config.ParseSidecars(spec, noEnv)
-			if err != nil || len(again) != 1 || again[0].Profile != p.Profile {
-				t.Fatalf("%q: Spec %q reads back as %+v, %v", value, spec, again, err)
-			}
-			want, got := p.Sidecar, again[0].Sidecar
-			if !reflect.DeepEqual(endpoints(want), endpoints(got)) || want.Native != got.Native || want.StartupProbe != got.StartupProbe {
-				t.Fatalf("%q: Spec %q reads back as\n%+v\nwant\n%+v", value, spec, got, want)
-			}
-		}
-	})
-}
-
-// endpoints are what Spec writes of a sidecar's readiness check and quit call.
-func endpoints(sc sidecar.Sidecar) [2]string {
-	var e [2]string
-	if sc.Ready != nil {
-		e[0] = fmt.Sprint(sc.Ready.Kind, " ", sc.Ready.URL)
-	}
-	if sc.Quit != nil {
-		e[1] = sc.Quit.URL
-	}
-	return e
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -36,7 +37,7 @@ func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 func mustProfile(t *testing.T, name string) sidecar.Sidecar {
 	t.Helper()
-	sc, ok := sidecar.Profile(name)
+	sc, ok := catalog.Profile(name)
 	if !ok {
 		t.Fatalf("no profile %s", name)
 	}
@@ -173,11 +174,12 @@ func TestFromPod(t *testing.T) {
 	  {"name":"cloud-sql-proxy","image":"gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.28.0","args":["--health-check","--http-port=9190","--quitquitquit","--admin-port","9191","p:r:i"]},
 	  {"name":"envoy","image":"840364872350.dkr.ecr.us-west-2.amazonaws.com/aws-appmesh-envoy:v1.29"},
 	  {"name":"vault-agent","image":"hashicorp/vault"}]}}`
-	var p pod
-	if err := json.Unmarshal([]byte(podJSON), &p); err != nil {
+	p, err := readPod([]byte(podJSON))
+	if err != nil {
 		t.Fatal(err)
 	}
-	found := fromPod(&p)
+	var r Result
+	found := r.fromPod(p, func(string) (string, bool) { return "", false })
 	if diff := cmp.Diff([]string{"istio", "cloudsql", "appmesh", "vault"}, names(found)); diff != "" {
 		t.Fatalf("found (-want +got):\n%s", diff)
 	}
@@ -187,30 +189,5 @@ func TestFromPod(t *testing.T) {
 	csql := found[1].Sidecar
 	if csql.Ready.URL != "http://127.0.0.1:9190/startup" || csql.Quit.URL != "http://localhost:9191/quitquitquit" || csql.Native {
 		t.Errorf("cloudsql: %+v %+v", csql.Ready, csql.Quit)
-	}
-}
-
-func TestCloudSQLFlags(t *testing.T) {
-	tests := []struct {
-		args             []string
-		wantReady, wantQ string
-	}{
-		{[]string{"p:r:i"}, "", ""},
-		{[]string{"--health-check", "--quitquitquit", "p:r:i"}, "http://127.0.0.1:9090/startup", "http://localhost:9091/quitquitquit"},
-		{[]string{"-health-check=true", "--http-port", "8090", "--quitquitquit=false"}, "http://127.0.0.1:8090/startup", ""},
-	}
-	for _, tt := range tests {
-		f := Found{Sidecar: mustProfile(t, "cloudsql")}
-		cloudSQLFlags(&f, tt.args)
-		var gotR, gotQ string
-		if f.Sidecar.Ready != nil {
-			gotR = f.Sidecar.Ready.URL
-		}
-		if f.Sidecar.Quit != nil {
-			gotQ = f.Sidecar.Quit.URL
-		}
-		if gotR != tt.wantReady || gotQ != tt.wantQ {
-			t.Errorf("%q: ready %q quit %q; want %q %q", tt.args, gotR, gotQ, tt.wantReady, tt.wantQ)
-		}
 	}
 }

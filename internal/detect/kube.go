@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,35 +13,8 @@ import (
 	"strings"
 
 	"github.com/sidesync/sidesync/internal/httpc"
+	"github.com/sidesync/sidesync/internal/manifest"
 )
-
-// pod is the part of a Pod object that detection reads.
-type pod struct {
-	Metadata struct {
-		Name        string            `json:"name"`
-		Namespace   string            `json:"namespace"`
-		Annotations map[string]string `json:"annotations"`
-		Labels      map[string]string `json:"labels"`
-	} `json:"metadata"`
-	Spec struct {
-		RestartPolicy  string      `json:"restartPolicy"`
-		Containers     []container `json:"containers"`
-		InitContainers []container `json:"initContainers"`
-	} `json:"spec"`
-}
-
-type container struct {
-	Name          string           `json:"name"`
-	Image         string           `json:"image"`
-	Command       []string         `json:"command"`
-	Args          []string         `json:"args"`
-	RestartPolicy string           `json:"restartPolicy"`
-	StartupProbe  *json.RawMessage `json:"startupProbe"`
-	// RestartPolicyRules stay JSON here (restartOf reads them), so that rules sidesync cannot
-	// read leave the restart unknown rather than fail the reading of the whole Pod.
-	RestartPolicyRules json.RawMessage `json:"restartPolicyRules"`
-	native             bool            // an init container with restartPolicy: Always
-}
 
 // podLimit bounds the answer: a Pod is a few KiB, managed fields included.
 const podLimit = 1 << 20
@@ -51,7 +25,7 @@ var errNoAPI = errors.New("not in a Kubernetes pod")
 
 // getPod reads the pod sidesync runs in from the Kubernetes API, with the service account's
 // token and CA: GET /api/v1/namespaces/NS/pods/NAME, bounded by ctx.
-func getPod(ctx context.Context, o Options) (*pod, string, error) {
+func getPod(ctx context.Context, o Options) (*manifest.PodView, string, error) {
 	host, hasHost := o.LookupEnv("KUBERNETES_SERVICE_HOST")
 	if !hasHost || host == "" {
 		return nil, "", errNoAPI
@@ -90,11 +64,11 @@ func getPod(ctx context.Context, o Options) (*pod, string, error) {
 	case resp.Truncated || resp.BodyErr != nil:
 		return nil, where, fmt.Errorf("incomplete answer: %v", resp.BodyErr)
 	}
-	var p pod
-	if err := json.Unmarshal(resp.Body, &p); err != nil {
+	p, err := readPod(resp.Body)
+	if err != nil {
 		return nil, where, fmt.Errorf("not a Pod: %w", err)
 	}
-	return &p, where, nil
+	return p, where, nil
 }
 
 // podIdentity returns the pod's namespace and name: POD_NAMESPACE or the service account's
@@ -116,17 +90,13 @@ func podIdentity(o Options) (ns, name string) {
 	return ns, name
 }
 
-// containers returns the pod's containers and native sidecars by name.
-func (p *pod) containers() map[string]container {
-	m := make(map[string]container)
-	for _, c := range p.Spec.Containers {
-		m[c.Name] = c
+// readPod reads a Pod object as internal/manifest reads every pod.
+func readPod(body []byte) (*manifest.PodView, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return nil, err
 	}
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy == "Always" {
-			c.native = true
-			m[c.Name] = c
-		}
-	}
-	return m
+	return manifest.ReadPod(obj, "")
 }

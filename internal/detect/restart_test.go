@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -36,12 +35,12 @@ func TestRestartOf(t *testing.T) {
 			restart.Spec{}, "", "SIDESYNC_CONTAINER=jbo names no container of the pod"},
 		{"rules sidesync cannot read", `{"restartPolicy":"Never","containers":[{"name":"job","restartPolicy":"Never","restartPolicyRules":[{"action":"Reboot","exitCodes":{"operator":"In","values":[1]}}]}]}`,
 			[]string{"SIDESYNC_CONTAINER=job"}, restart.Spec{}, "", `cannot read the restart rules of container job: rule 0: action "Reboot"`},
-		{"no policy at all", `{"containers":[{"name":"job"}]}`, nil, restart.Spec{}, "the pod's restartPolicy", ""},
+		{"no policy at all: Kubernetes' default, Always", `{"containers":[{"name":"job"}]}`, nil, restart.Spec{Policy: restart.Always}, "the pod's restartPolicy", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var p pod
-			if err := json.Unmarshal([]byte(`{"spec":`+tt.spec+`}`), &p); err != nil {
+			p, err := readPod([]byte(`{"spec":` + tt.spec + `}`))
+			if err != nil {
 				t.Fatal(err)
 			}
 			env := map[string]string{}
@@ -49,7 +48,7 @@ func TestRestartOf(t *testing.T) {
 				k, v, _ := strings.Cut(kv, "=")
 				env[k] = v
 			}
-			got, of, note := restartOf(&p, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			got, of, note := restartOf(p, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("spec (-want +got):\n%s", diff)
 			}

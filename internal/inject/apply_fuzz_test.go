@@ -12,7 +12,8 @@ import (
 
 	"github.com/sidesync/sidesync/internal/contract"
 
-	"github.com/sidesync/sidesync/internal/inject/manifest"
+	stream "github.com/sidesync/sidesync/internal/inject/manifest"
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
 // FuzzApply injects into the objects of arbitrary manifests (read as kubectl-sidesync reads
@@ -46,7 +47,7 @@ func FuzzApply(f *testing.F) {
 		f.Add([]byte(s), true, "istio", "/bin/sh -c")
 	}
 	f.Fuzz(func(t *testing.T, data []byte, imageVolume bool, sidecars, entrypoint string) {
-		docs, _, err := manifest.Read(bytes.NewReader(data))
+		docs, _, err := stream.Read(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
@@ -60,7 +61,7 @@ func FuzzApply(f *testing.F) {
 		if o.Validate() != nil {
 			return
 		}
-		_ = manifest.Each(docs, func(obj map[string]any, _ string) (map[string]any, error) {
+		_ = stream.Each(docs, func(obj map[string]any, _ string) (map[string]any, error) {
 			checkApply(t, obj, o, entrypoints(obj, entrypoint))
 			return obj, nil
 		})
@@ -73,14 +74,13 @@ func entrypoints(obj map[string]any, entrypoint string) Entrypoints {
 	if len(words) == 0 {
 		return nil
 	}
-	t, err := templateOf(obj)
-	if err != nil || t == nil {
+	pod := podOf(obj)
+	if pod == nil {
 		return nil
 	}
-	cs, _ := containersAt(t.spec, "containers", "")
 	eps := Entrypoints{}
-	for _, c := range cs {
-		eps[c.image] = ResolvedImage{Pinned: "", Platforms: map[string]ImageCommand{"linux/amd64": {Entrypoint: words, Cmd: []string{"cmd"}}}}
+	for _, c := range pod.Containers {
+		eps[c.Image] = ResolvedImage{Pinned: "", Platforms: map[string]ImageCommand{"linux/amd64": {Entrypoint: words, Cmd: []string{"cmd"}}}}
 	}
 	return eps
 }
@@ -88,7 +88,7 @@ func entrypoints(obj map[string]any, entrypoint string) Entrypoints {
 func checkApply(t *testing.T, obj map[string]any, o Options, eps Entrypoints) {
 	t.Helper()
 	before := deepCopy(obj)
-	out, r, err := Apply(obj, o, eps)
+	out, r, err := Apply(obj, manifest.TypeMeta{}, o, eps)
 	if !reflect.DeepEqual(before, obj) {
 		t.Fatalf("Apply changed its input")
 	}
@@ -96,20 +96,20 @@ func checkApply(t *testing.T, obj map[string]any, o Options, eps Entrypoints) {
 		return
 	}
 	checkWrapped(t, obj, out, r, eps)
-	again, r2, err := Apply(out, o, eps)
+	again, r2, err := Apply(out, manifest.TypeMeta{}, o, eps)
 	if err != nil || r2.Changed || !sameJSON(again, out) {
 		t.Fatalf("Apply is not idempotent on %s: err %v, report %+v", r.Object, err, r2)
 	}
 	var b bytes.Buffer
-	if err := manifest.Write(&b, []manifest.Document{{N: 1, Object: out}}, manifest.YAML); err != nil {
+	if err := stream.Write(&b, []stream.Document{{N: 1, Object: out}}, stream.YAML); err != nil {
 		t.Fatalf("Write: %v", err)
 	}
-	docs, _, err := manifest.Read(&b)
+	docs, _, err := stream.Read(&b)
 	if err != nil || len(docs) != 1 {
 		t.Fatalf("Read of the written output: %v", err)
 	}
 	read := docs[0].Object
-	again, r3, err := Apply(read, o, eps)
+	again, r3, err := Apply(read, manifest.TypeMeta{}, o, eps)
 	if err != nil || r3.Changed || !sameJSON(again, read) {
 		t.Fatalf("Apply is not idempotent on %s once written and read: err %v, report %+v", r.Object, err, r3)
 	}
@@ -118,42 +118,41 @@ func checkApply(t *testing.T, obj map[string]any, o Options, eps Entrypoints) {
 // checkWrapped checks every container Apply reports wrapped against the same container before.
 func checkWrapped(t *testing.T, obj, out map[string]any, r Report, eps Entrypoints) {
 	t.Helper()
-	tIn, errIn := templateOf(obj)
-	tOut, errOut := templateOf(out)
 	if len(r.Wrapped) == 0 {
 		return
 	}
-	if errIn != nil || errOut != nil || tIn == nil || tOut == nil {
-		t.Fatalf("%s: wrapped %q, but no pod: %v, %v", r.Object, r.Wrapped, errIn, errOut)
+	podIn, podOut := podOf(obj), podOf(out)
+	if podIn == nil || podOut == nil {
+		t.Fatalf("%s: wrapped %q, but no pod", r.Object, r.Wrapped)
 	}
-	in, _ := containersAt(tIn.spec, "containers", "")
-	outs, err := containersAt(tOut.spec, "containers", "")
-	if err != nil || len(outs) != len(in) {
-		t.Fatalf("%s: containers %d before, %d after: %v", r.Object, len(in), len(outs), err)
+	in, outs := podIn.Containers, podOut.Containers
+	if len(outs) != len(in) {
+		t.Fatalf("%s: containers %d before, %d after", r.Object, len(in), len(outs))
 	}
-	wrapped := 0
+	wrappedNow := 0
 	for i, c := range outs {
-		if !slices.Contains(r.Wrapped, c.name) || in[i].wrapped() {
+		if !slices.Contains(r.Wrapped, c.Name) || wrapped(in[i]) {
 			continue
 		}
-		wrapped++
-		if !slices.Equal(c.command, []string{contract.Binary}) {
-			t.Fatalf("%s: container %s wrapped with command %q", r.Object, c.name, c.command)
+		wrappedNow++
+		if !slices.Equal(c.Command, []string{contract.Binary}) {
+			t.Fatalf("%s: container %s wrapped with command %q", r.Object, c.Name, c.Command)
 		}
-		dash := slices.Index(c.args, "--")
+		dash := slices.Index(c.Args, "--")
 		if dash < 0 {
-			t.Fatalf("%s: container %s wrapped without --: %q", r.Object, c.name, c.args)
+			t.Fatalf("%s: container %s wrapped without --: %q", r.Object, c.Name, c.Args)
 		}
 		var want []string
-		if len(in[i].command) > 0 {
-			want = slices.Concat(in[i].command, in[i].args)
+		if len(in[i].Command) > 0 {
+			want = slices.Concat(in[i].Command, in[i].Args)
 		} else {
-			want = Argv(nil, in[i].args, eps[in[i].image].Platforms["linux/amd64"])
+			want = Argv(nil, in[i].Args, eps[in[i].Image].Platforms["linux/amd64"])
 		}
-		if got := c.args[dash+1:]; !slices.Equal(got, want) {
-			t.Fatalf("%s: container %s runs %q after --, want %q", r.Object, c.name, got, want)
+		if got := c.Args[dash+1:]; !slices.Equal(got, want) {
+			t.Fatalf("%s: container %s runs %q after --, want %q", r.Object, c.Name, got, want)
 		}
 	}
+	wrapped := wrappedNow
 	if wrapped == 0 {
 		t.Fatalf("%s: reported wrapped %q, but no container is", r.Object, r.Wrapped)
 	}
@@ -222,6 +221,19 @@ func FuzzApplyPod(f *testing.F) {
 			checkApply(t, obj, o, entrypoints(obj, "/entry $(X)"))
 		}
 	})
+}
+
+// podOf reads the pod of obj, or nil.
+func podOf(obj map[string]any) *manifest.PodView {
+	w, err := manifest.Locate(obj, manifest.TypeMeta{})
+	if err != nil || w == nil {
+		return nil
+	}
+	p, err := manifest.ReadWorkload(w)
+	if err != nil {
+		return nil
+	}
+	return p
 }
 
 // decodeJSON decodes a JSON value as manifest.Read does: numbers kept exactly.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/manifest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -191,13 +192,13 @@ func TestInputErrors(t *testing.T) {
 				spec = "{" + spec + "}"
 			}
 			in := decode(t, "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: "+spec+"}}")
-			_, _, err := Apply(in, opts(), nil)
+			_, _, err := Apply(in, manifest.TypeMeta{}, opts(), nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "Job/j: ") {
 				t.Errorf("Apply error %v, want Job/j: ...%s", err, tt.want)
 			}
 		})
 	}
-	_, _, err := Apply(decode(t, "{apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {}}"), opts(), nil)
+	_, _, err := Apply(decode(t, "{apiVersion: batch/v1, kind: Job, metadata: {name: j}, spec: {}}"), manifest.TypeMeta{}, opts(), nil)
 	if err == nil || !strings.Contains(err.Error(), "spec.template: missing") {
 		t.Errorf("Job without a template: error %v", err)
 	}

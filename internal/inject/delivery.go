@@ -1,23 +1,28 @@
 package inject
 
 import (
-	"fmt"
+	"strings"
 
 	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
-// deliver puts the binary's volume, the pod-info volume and, for InitCopy, the install init
-// container into the pod, replacing inject's earlier ones: changing the delivery of an
-// injected pod leaves nothing of the old one behind.
-func deliver(t *template, o Options) error {
-	vols, err := listAt(t.spec, "volumes", t.specPath())
+// deliver puts the binary's volume, the pod-info volume, with several wrapped containers their
+// state volume, and for InitCopy the install init container into the pod, replacing inject's
+// earlier ones: changing the delivery of an injected pod leaves nothing of the old one behind.
+func deliver(pod *manifest.PodView, o Options, peers int) error {
+	specPath := manifest.Join(pod.Path, "spec")
+	vols, err := manifest.ListAt(pod.Spec, "volumes", specPath)
 	if err != nil {
 		return err
 	}
-	vols = withoutNamed(vols, contract.BinVolume, contract.PodInfoVolume)
-	t.spec["volumes"] = append(vols, binVolume(o), podInfoVolume())
+	vols = append(withoutNamed(vols, contract.BinVolume, contract.PodInfoVolume, contract.StateVolume), binVolume(o), podInfoVolume())
+	if peers > 1 {
+		vols = append(vols, stateVolume())
+	}
+	pod.Spec["volumes"] = vols
 
-	inits, err := listAt(t.spec, "initContainers", t.specPath())
+	inits, err := manifest.ListAt(pod.Spec, "initContainers", specPath)
 	if err != nil {
 		return err
 	}
@@ -28,15 +33,15 @@ func deliver(t *template, o Options) error {
 		inits = append([]any{installContainer(o.Image)}, inits...)
 	}
 	if len(inits) == 0 {
-		delete(t.spec, "initContainers")
+		delete(pod.Spec, "initContainers")
 	} else {
-		t.spec["initContainers"] = inits
+		pod.Spec["initContainers"] = inits
 	}
 	return nil
 }
 
 // binVolume holds the binary: an emptyDir that the install init container fills, or the
-// sidesync image itself, whose root (the binary is contract.ImageBinary there) is mounted at contract.BinDir.
+// sidesync image itself, whose root (the binary is ImageBinary there) is mounted at BinDir.
 func binVolume(o Options) map[string]any {
 	if o.delivery() == ImageVolume {
 		return map[string]any{"name": contract.BinVolume,
@@ -46,31 +51,48 @@ func binVolume(o Options) map[string]any {
 }
 
 // podInfoVolume shows the pod's annotations and labels to the wrapper, which finds its
-// sidecars there (contract.SidecarsAnnotation, and the marks a mesh's webhook adds) with no API
-// credentials.
+// sidecars there (FoundAnnotation, the user's SidecarsAnnotation, and the marks a mesh's
+// webhook adds) and its peers (WrappedAnnotation), with no API credentials.
 func podInfoVolume() map[string]any {
 	item := func(path, field string) map[string]any {
 		return map[string]any{"path": path, "fieldRef": map[string]any{"fieldPath": field}}
 	}
 	return map[string]any{"name": contract.PodInfoVolume, "downwardAPI": map[string]any{"items": []any{
-		item("annotations", "metadata.annotations"), item("labels", "metadata.labels")}}}
+		item(contract.PodInfoAnnotations, "metadata.annotations"), item(contract.PodInfoLabels, "metadata.labels")}}}
 }
 
-// installContainer copies the binary into contract.BinVolume. Its securityContext passes Pod Security
-// "restricted", and its requests and limits satisfy a ResourceQuota that requires them.
+// stateVolume is where the wrapped containers mark that their command runs or has ended: a few
+// bytes each, on disk (a memory-backed emptyDir would count against the pod's memory).
+func stateVolume() map[string]any {
+	return map[string]any{"name": contract.StateVolume, "emptyDir": map[string]any{"sizeLimit": "1Mi"}}
+}
+
+// installCommand is what the install init container runs: the image's binary copying itself.
+func installCommand() []string {
+	return []string{contract.ImageBinary, "install", contract.InstallDir}
+}
+
+// installResources are the install container's requests and limits: equal, for cpu and memory,
+// so that a Guaranteed pod stays Guaranteed (its CPU pinning kept) and a ResourceQuota that
+// requires limits admits it. The copy of a 6 MB binary needs a few MiB and little CPU.
+func installResources() map[string]any {
+	r := map[string]any{"cpu": "50m", "memory": "32Mi"}
+	return map[string]any{"requests": r, "limits": map[string]any{"cpu": "50m", "memory": "32Mi"}}
+}
+
+// installContainer copies the binary into BinVolume. Its securityContext passes Pod Security
+// "restricted" without naming a user: the image's user is the numeric 65532, which satisfies
+// runAsNonRoot, and clusters that pick users themselves (OpenShift's restricted-v2) refuse a
+// fixed one.
 func installContainer(image string) map[string]any {
 	return map[string]any{
 		"name":         contract.InitContainer,
 		"image":        image,
-		"command":      []any{contract.ImageBinary, "install", contract.InstallDir},
+		"command":      anyList(installCommand()),
 		"volumeMounts": []any{map[string]any{"name": contract.BinVolume, "mountPath": contract.InstallDir}},
-		"resources": map[string]any{
-			"requests": map[string]any{"cpu": "10m", "memory": "16Mi"},
-			"limits":   map[string]any{"memory": "64Mi"},
-		},
+		"resources":    installResources(),
 		"securityContext": map[string]any{
 			"runAsNonRoot":             true,
-			"runAsUser":                int64(65532),
 			"allowPrivilegeEscalation": false,
 			"readOnlyRootFilesystem":   true,
 			"capabilities":             map[string]any{"drop": []any{"ALL"}},
@@ -79,15 +101,17 @@ func installContainer(image string) map[string]any {
 	}
 }
 
-// annotate records on the pod what inject did (contract.InjectedAnnotation: "VERSION DELIVERY
-// CONTAINER,..."), and the sidecars the manifest shows (contract.SidecarsAnnotation), or removes a stale
-// one when it shows none.
-func annotate(t *template, o Options, wrapped, sidecars []string) {
-	ann := t.annotations()
-	ann[contract.InjectedAnnotation] = fmt.Sprintf("%s %s %s", o.Version, o.delivery(), joinComma(wrapped))
-	if len(sidecars) == 0 {
-		delete(ann, contract.SidecarsAnnotation)
+// annotate records on the pod what inject did (InjectedAnnotation: "VERSION DELIVERY"), the
+// wrapped containers (WrappedAnnotation), and the sidecars the manifest shows
+// (FoundAnnotation), or removes a stale list when it shows none. The user's own
+// SidecarsAnnotation is never touched.
+func annotate(holder map[string]any, o Options, wrapped, found []string) {
+	ann := ensureMap(ensureMap(holder, "metadata"), "annotations")
+	ann[contract.InjectedAnnotation] = o.Version + " " + string(o.delivery())
+	ann[contract.WrappedAnnotation] = strings.Join(wrapped, ",")
+	if len(found) == 0 {
+		delete(ann, contract.FoundAnnotation)
 		return
 	}
-	ann[contract.SidecarsAnnotation] = joinComma(sidecars)
+	ann[contract.FoundAnnotation] = strings.Join(found, ",")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/sidesync/sidesync/internal/manifest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -47,7 +48,7 @@ func roundTrip(t *testing.T, obj map[string]any) map[string]any {
 // apply is Apply that must succeed.
 func apply(t *testing.T, obj map[string]any, o Options, eps Entrypoints) (map[string]any, Report) {
 	t.Helper()
-	out, r, err := Apply(obj, o, eps)
+	out, r, err := Apply(obj, manifest.TypeMeta{}, o, eps)
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}

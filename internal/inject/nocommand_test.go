@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/manifest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -36,7 +37,7 @@ func TestNoCommandUnresolved(t *testing.T) {
 			t.Errorf("warning %q does not say %q", r.Warnings[0], want)
 		}
 	}
-	if got := r.String(); got != "Pod/p: wrapped nothing; left app (no command)" {
+	if got := r.String(); got != "Pod/p: left unchanged (an app container cannot be wrapped); left app (no command)" {
 		t.Errorf("String() = %q", got)
 	}
 }
@@ -47,16 +48,16 @@ func TestImages(t *testing.T) {
 	in := decode(t, podWith(`[{name: a, image: "x:1"}, {name: b, image: "x:1", args: [serve]}, {name: c, image: "z:2", command: [z]},
 		{name: istio-proxy, image: "istio/proxyv2:1"}, {name: d, image: "w:3"}, {name: e, image: "v:4", command: [`+contract.Binary+`]}]`,
 		`[{name: i, image: "u:5"}]`))
-	got, err := Images(in, opts())
+	got, err := Images(in, manifest.TypeMeta{}, opts())
 	if err != nil || !cmp.Equal(got, []string{"x:1", "w:3"}) {
 		t.Errorf("Images = %q, %v; want [x:1 w:3]", got, err)
 	}
 	o := opts()
 	o.Containers = []string{"d"}
-	if got, _ := Images(in, o); !cmp.Equal(got, []string{"w:3"}) {
+	if got, _ := Images(in, manifest.TypeMeta{}, o); !cmp.Equal(got, []string{"w:3"}) {
 		t.Errorf("Images with Containers [d] = %q, want [w:3]", got)
 	}
-	if _, err := Images(in, Options{}); err == nil {
+	if _, err := Images(in, manifest.TypeMeta{}, Options{}); err == nil {
 		t.Error("Images with invalid options: no error")
 	}
 }

@@ -3,13 +3,15 @@ package inject
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"slices"
+
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
 // The object is decoded JSON (map[string]any, []any, string, bool, json.Number or float64,
 // nil), never a typed struct, so that every field inject does not own survives, including
-// fields newer than this code. inject writes only []any, map[string]any and strings.
+// fields newer than this code. It is read with internal/manifest; inject writes only []any,
+// map[string]any and strings.
 
 // deepCopy copies a decoded JSON value, so that Apply never changes its input.
 func deepCopy(v any) any {
@@ -30,24 +32,6 @@ func deepCopy(v any) any {
 	return v
 }
 
-// str returns m[key] when it is a string, else "".
-func str(m map[string]any, key string) string {
-	s, _ := m[key].(string)
-	return s
-}
-
-// mapAt returns m[key] as an object: nil when absent or null, an error when it is something
-// else. path names m in the error.
-func mapAt(m map[string]any, key, path string) (map[string]any, error) {
-	switch v := m[key].(type) {
-	case nil:
-		return nil, nil
-	case map[string]any:
-		return v, nil
-	}
-	return nil, fmt.Errorf("%s: not an object", join(path, key))
-}
-
 // ensureMap returns m[key] as an object, making it when absent.
 func ensureMap(m map[string]any, key string) map[string]any {
 	if v, ok := m[key].(map[string]any); ok {
@@ -56,34 +40,6 @@ func ensureMap(m map[string]any, key string) map[string]any {
 	v := map[string]any{}
 	m[key] = v
 	return v
-}
-
-// listAt returns m[key] as a list: nil when absent or null.
-func listAt(m map[string]any, key, path string) ([]any, error) {
-	switch v := m[key].(type) {
-	case nil:
-		return nil, nil
-	case []any:
-		return v, nil
-	}
-	return nil, fmt.Errorf("%s: not a list", join(path, key))
-}
-
-// stringsAt returns m[key] as a list of strings.
-func stringsAt(m map[string]any, key, path string) ([]string, error) {
-	l, err := listAt(m, key, path)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for i, e := range l {
-		s, ok := e.(string)
-		if !ok {
-			return nil, fmt.Errorf("%s[%d]: not a string", join(path, key), i)
-		}
-		out = append(out, s)
-	}
-	return out, nil
 }
 
 // anyList is words as a decoded JSON list.
@@ -99,7 +55,7 @@ func anyList(words []string) []any {
 func withoutNamed(l []any, names ...string) []any {
 	return slices.DeleteFunc(slices.Clone(l), func(e any) bool {
 		m, ok := e.(map[string]any)
-		return ok && slices.Contains(names, str(m, "name"))
+		return ok && slices.Contains(names, manifest.Str(m, "name"))
 	})
 }
 
@@ -121,11 +77,4 @@ func sameJSON(a, b any) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }

@@ -33,12 +33,16 @@ type Options struct {
 	// Sidecars are --sidecar values given to every wrapper, in sidesync's syntax
 	// ("cloudsql:ready-port=9190,quit-port=9191"). Any turns the wrapper's own detection off, so
 	// inject never derives them from the manifest: it records what the manifest shows in
-	// contract.SidecarsAnnotation instead.
+	// contract.FoundAnnotation instead.
 	Sidecars []string
-	// Containers are the names of the regular containers to wrap; none means every regular
-	// container that is not a known sidecar. A name the pod does not have, or that names an
-	// init container or a known sidecar, is an error.
+	// Containers are the names of the app containers to wrap; none means every app container
+	// (every regular container that is neither a known sidecar nor one its orchestrator stops).
+	// A name the pod does not have, or that names an init container, a sidecar or an
+	// orchestrator's container, is an error.
 	Containers []string
+	// Force wraps the apps of a pod whose sidecars are all native with startup probes, which
+	// Kubernetes already orders and stops (such a pod is left unchanged otherwise).
+	Force bool
 }
 
 // Validate lists every problem of o at once.

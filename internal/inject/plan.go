@@ -2,156 +2,175 @@ package inject
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/catalog"
+	"github.com/sidesync/sidesync/internal/config"
 	"github.com/sidesync/sidesync/internal/contract"
-
-	"github.com/sidesync/sidesync/internal/detect"
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
-// action is what inject does with a container.
+// action is what inject does with an app container.
 type action int
 
 const (
 	leave action = iota // leave it as it is (why says why)
 	wrap                // wrap it now
-	keep                // it is wrapped already: refresh what inject owns around it
+	keep                // it is wrapped already: bring what inject owns around it up to date
 )
 
-// decision is what inject does with one container, decided before anything changes.
+// decision is what inject does with one app container, decided before anything changes.
 type decision struct {
-	c      *ctr
-	act    action
-	why    string   // leave: the reason, for the report
-	argv   []string // wrap: what runs after "--"; nil when the wrapper picks per platform
+	c    *manifest.Container
+	act  action
+	why  string   // leave: the reason, for the report
+	argv []string // wrap: what runs after "--"; nil when the wrapper picks per platform
+	// byPlat is, for an image whose ENTRYPOINT or CMD differs by platform, each platform's argv.
 	byPlat map[string][]string
 	pinned string // wrap: the image pinned to a digest, or ""
-	// needsImage marks a container left alone for want of its image's ENTRYPOINT.
-	needsImage bool
+	// unwrappable says why an app that should be wrapped cannot be (no command, and its image
+	// was not resolved); needsImage marks one whose image's ENTRYPOINT would do.
+	unwrappable string
+	needsImage  bool
 }
 
 // plan is everything inject decided about a pod.
 type plan struct {
-	t         *template
-	decisions []decision // the regular containers, in order
-	left      []Left     // the init containers, with why they are left alone
-	sidecars  []string   // the sidecars the manifest shows, as --sidecar values
+	w      *manifest.Workload
+	pod    *manifest.PodView
+	sorted *catalog.Pod
+	// injected: the pod carries contract.InjectedAnnotation, so inject added what bears its
+	// names there.
+	injected  bool
+	decisions []decision // the app containers, in order
+	left      []Left     // the other containers, with why they are left alone
+	found     []string   // the sidecars the manifest shows, as --sidecar values
 	warnings  []string
+	// unchanged, when not empty, says why the whole pod is left as it is.
+	unchanged string
 }
 
-// planPod decides what happens to every container of the pod, changing nothing.
-func planPod(t *template, o Options, eps Entrypoints) (*plan, error) {
-	regular, err := containersAt(t.spec, "containers", t.specPath())
+// planPod decides what happens to every container of the pod, changing nothing. Its error is
+// about the input: two containers of one name, a name inject owns that inject did not add, a
+// selected container that is no app.
+func planPod(w *manifest.Workload, o Options, eps Entrypoints) (*plan, error) {
+	pod, err := manifest.ReadWorkload(w)
 	if err != nil {
 		return nil, err
 	}
-	if len(regular) == 0 {
-		return nil, fmt.Errorf("%s: no containers", join(t.specPath(), "containers"))
+	if len(pod.Containers) == 0 {
+		return nil, fmt.Errorf("%s: no containers", manifest.Join(manifest.Join(w.TemplatePath, "spec"), "containers"))
 	}
-	inits, err := containersAt(t.spec, "initContainers", t.specPath())
-	if err != nil {
+	p := &plan{w: w, pod: pod, sorted: catalog.Sort(pod, catalog.Options{Requests: true})}
+	_, p.injected = pod.Annotations[contract.InjectedAnnotation]
+	if err := p.check(o); err != nil {
 		return nil, err
 	}
-	if err := checkUniqueNames(t, inits, regular); err != nil {
-		return nil, err
-	}
-	if err := checkSelection(regular, inits, o.Containers); err != nil {
-		return nil, err
-	}
-	p := &plan{t: t}
-	for _, c := range inits {
-		p.initContainer(c)
-	}
-	for _, c := range regular {
+	p.sidecars()
+	for _, c := range p.sorted.Apps {
 		p.decisions = append(p.decisions, p.decide(c, o, eps))
 	}
+	p.allOrNone(o)
 	return p, nil
+}
+
+// check refuses what inject must not touch: duplicate names, names inject owns, a selection
+// that is no app.
+func (p *plan) check(o Options) error {
+	if err := checkUniqueNames(p.pod); err != nil {
+		return err
+	}
+	if err := p.checkOwned(); err != nil {
+		return err
+	}
+	return p.checkSelection(o.Containers)
 }
 
 // checkUniqueNames refuses a pod in which two containers (init or regular) share a name: the
 // API server refuses it too, and what inject would wrap or report under that name would be
 // ambiguous (found by FuzzApply: of two containers "a", one was wrapped, and the report could
 // not say which).
-func checkUniqueNames(t *template, groups ...[]*ctr) error {
+func checkUniqueNames(pod *manifest.PodView) error {
 	seen := map[string]bool{}
-	for _, cs := range groups {
-		for _, c := range cs {
-			if seen[c.name] {
-				return fmt.Errorf("%s: container name %q is used twice (the API server refuses such a pod)", t.specPath(), c.name)
-			}
-			seen[c.name] = true
+	for _, c := range pod.All() {
+		if seen[c.Name] {
+			return fmt.Errorf("%s: container name %q is used twice (the API server refuses such a pod)", manifest.Join(pod.Path, "spec"), c.Name)
 		}
+		seen[c.Name] = true
 	}
 	return nil
 }
 
-// initContainer records an init container: never wrapped; a native sidecar that detection
-// knows goes into the sidecars annotation.
-func (p *plan) initContainer(c *ctr) {
-	switch {
-	case c.name == contract.InitContainer:
-		return // inject's own
-	case !c.native():
-		p.left = append(p.left, Left{c.name, "an init container"})
-	default:
-		if _, spec, ok := detect.ManifestSidecar(manifestContainer(c, true)); ok {
-			p.addSidecar(spec)
-			p.left = append(p.left, Left{c.name, "a native sidecar: " + profileOf(spec)})
-			return
+// sidecars records the pod's sidecars, the containers its orchestrator stops and its init
+// containers: left alone, the sidecars the manifest holds recorded for the wrapper.
+func (p *plan) sidecars() {
+	for _, s := range p.sorted.Sidecars {
+		if s.Container == nil {
+			continue // announced: the mesh adds it, and its marks tell the wrapper
 		}
-		p.left = append(p.left, Left{c.name, "a native sidecar"})
+		switch {
+		case s.Entry == nil:
+			p.left = append(p.left, Left{s.Container.Name, "a native sidecar"})
+			continue
+		case s.Native:
+			p.left = append(p.left, Left{s.Container.Name, "a native sidecar: " + s.Entry.Name})
+		default:
+			p.left = append(p.left, Left{s.Container.Name, "a known sidecar: " + s.Entry.Name})
+		}
+		if spec := config.FormatSidecar(s.Entry.Name, s.Profile); !slices.Contains(p.found, spec) {
+			p.found = append(p.found, spec)
+		}
+		for _, n := range s.Notes {
+			p.warnings = append(p.warnings, fmt.Sprintf("container %s: %s", s.Container.Name, n))
+		}
+	}
+	for _, st := range p.sorted.Stopped {
+		p.left = append(p.left, Left{st.Container.Name, "stopped by its orchestrator: " + st.Entry.StoppedBy})
+	}
+	for _, c := range p.sorted.Inits {
+		if c.Name != contract.InitContainer {
+			p.left = append(p.left, Left{c.Name, "an init container"})
+		}
 	}
 }
 
-// decide says what to do with a regular container.
-func (p *plan) decide(c *ctr, o Options, eps Entrypoints) decision {
+// decide says what to do with an app container.
+func (p *plan) decide(c *manifest.Container, o Options, eps Entrypoints) decision {
 	switch {
-	case c.wrapped():
+	case wrapped(c):
 		return decision{c: c, act: keep}
-	case c.runsSidesync():
+	case runsSidesync(c):
 		return decision{c: c, act: leave, why: "runs sidesync already"}
-	}
-	if f, spec, ok := detect.ManifestSidecar(manifestContainer(c, false)); ok {
-		p.addSidecar(spec)
-		for _, n := range f.Notes {
-			p.warnings = append(p.warnings, fmt.Sprintf("container %s: %s", c.name, n))
-		}
-		return decision{c: c, act: leave, why: "a known sidecar: " + profileOf(spec)}
-	}
-	if len(o.Containers) > 0 && !slices.Contains(o.Containers, c.name) {
+	case len(o.Containers) > 0 && !slices.Contains(o.Containers, c.Name):
 		return decision{c: c, act: leave, why: "not selected"}
+	case len(c.Command) > 0:
+		return decision{c: c, act: wrap, argv: Argv(c.Command, c.Args, ImageCommand{})}
 	}
-	if len(c.command) > 0 {
-		return decision{c: c, act: wrap, argv: Argv(c.command, c.args, ImageCommand{})}
-	}
-	img, ok := eps[c.image]
+	img, ok := eps[c.Image]
 	if !ok {
-		p.warnings = append(p.warnings, noCommandWarning(c))
-		return decision{c: c, act: leave, why: "no command", needsImage: true}
+		return decision{c: c, unwrappable: noCommand(c), needsImage: true}
 	}
-	return p.resolved(c, img)
+	return resolved(c, img)
 }
 
 // resolved decides for a container without a command whose image was resolved: one argv
 // inlined when every platform runs the same, else the wrapper picks its platform's.
-func (p *plan) resolved(c *ctr, img ResolvedImage) decision {
-	byPlat := platformArgv(c.args, img)
+func resolved(c *manifest.Container, img ResolvedImage) decision {
+	byPlat := platformArgv(c.Args, img)
 	argv, same := sameArgv(byPlat)
 	switch {
 	case len(byPlat) == 0:
-		p.warnings = append(p.warnings, fmt.Sprintf("container %s: no platform of image %s was read; %s", c.name, c.image, addCommand))
-		return decision{c: c, act: leave, why: "no command"}
+		return decision{c: c, unwrappable: fmt.Sprintf("container %s has no command, and no platform of its image %s was read; %s", c.Name, c.Image, addCommand)}
 	case same && len(argv) == 0:
-		p.warnings = append(p.warnings, fmt.Sprintf("container %s: image %s has neither ENTRYPOINT nor CMD, and the container no args: nothing to run", c.name, c.image))
-		return decision{c: c, act: leave, why: "nothing to run"}
+		return decision{c: c, unwrappable: fmt.Sprintf("container %s has no command, and its image %s has neither ENTRYPOINT nor CMD, and the container no args: nothing to run", c.Name, c.Image)}
 	case same:
 		return decision{c: c, act: wrap, argv: argv, pinned: img.Pinned}
-	case slices.ContainsFunc(c.args, func(a string) bool { return strings.Contains(a, "$(") }):
+	case slices.ContainsFunc(c.Args, func(a string) bool { return strings.Contains(a, "$(") }):
 		// The argv goes into an env value as JSON; a variable's value expanded into it could
 		// break the JSON, so what would run is no longer certain.
-		p.warnings = append(p.warnings, fmt.Sprintf("container %s: image %s runs a different ENTRYPOINT or CMD per platform and the args use $(VAR), which cannot be passed per platform; %s", c.name, c.image, addCommand))
-		return decision{c: c, act: leave, why: "no command"}
+		return decision{c: c, unwrappable: fmt.Sprintf("container %s has no command, its image %s runs a different ENTRYPOINT or CMD per platform, and its args use $(VAR), which cannot be passed per platform; %s", c.Name, c.Image, addCommand)}
 	}
 	return decision{c: c, act: wrap, byPlat: byPlat, pinned: img.Pinned}
 }
@@ -159,49 +178,88 @@ func (p *plan) resolved(c *ctr, img ResolvedImage) decision {
 // addCommand says what makes a container without a command wrappable.
 const addCommand = "add a command: with the image's ENTRYPOINT (and args: with its CMD, unless the container has args) to the container, as `crane config IMAGE` or `docker inspect IMAGE` shows them, or inject with --resolve to read them from the registry"
 
-func noCommandWarning(c *ctr) string {
-	return fmt.Sprintf("container %s was not wrapped: it has no command, so the ENTRYPOINT of its image %s decides what runs, which inject does not know; %s", c.name, c.image, addCommand)
+func noCommand(c *manifest.Container) string {
+	return fmt.Sprintf("container %s has no command, so the ENTRYPOINT of its image %s decides what runs, which inject does not know; %s", c.Name, c.Image, addCommand)
 }
 
-// addSidecar records a sidecar the manifest shows, once.
-func (p *plan) addSidecar(spec string) {
-	if !slices.Contains(p.sidecars, spec) {
-		p.sidecars = append(p.sidecars, spec)
+// allOrNone leaves the whole pod unchanged when an app that should be wrapped cannot be (a
+// wrapped app would tell the sidecars to quit while that one still runs), or when Kubernetes
+// already does what sidesync would (every sidecar native with a startup probe), and warns about
+// apps left unwrapped beside wrapped ones.
+func (p *plan) allOrNone(o Options) {
+	for _, d := range p.decisions {
+		if d.unwrappable != "" {
+			p.unchanged = "an app container cannot be wrapped"
+			p.warnings = append(p.warnings, d.unwrappable+"; no container of the pod is wrapped, since the wrapped ones would tell the sidecars to quit while it still runs")
+		}
+	}
+	if p.unchanged == "" && !o.Force && p.nativeOnly() {
+		p.unchanged = "every sidecar is native with a startup probe: Kubernetes starts the apps after them and stops them after the apps end, so sidesync is not needed (--force wraps anyway)"
+	}
+	if p.unchanged != "" || len(p.wrapped()) == 0 {
+		return
+	}
+	for _, d := range p.decisions {
+		if d.act == leave {
+			p.warnings = append(p.warnings, fmt.Sprintf("container %s is not wrapped (%s): the sidecars are told to quit once the wrapped containers have ended, whether it still runs or not", d.c.Name, d.why))
+		}
 	}
 }
 
-// checkSelection checks the names given to wrap: each must be a regular container that is not
-// a known sidecar.
-func checkSelection(regular, inits []*ctr, names []string) error {
-	for _, n := range names {
-		isName := func(c *ctr) bool { return c.name == n }
-		if i := slices.IndexFunc(regular, isName); i >= 0 {
-			if f, _, ok := detect.ManifestSidecar(manifestContainer(regular[i], false)); ok {
-				return fmt.Errorf("container %s is a known sidecar (%s): sidesync never wraps sidecars", n, f.Sidecar.Name)
-			}
-			continue
+// nativeOnly reports whether the pod has sidecars, all of them native with a startup probe, and
+// no wrapped container yet.
+func (p *plan) nativeOnly() bool {
+	if len(p.sorted.Sidecars) == 0 || slices.ContainsFunc(p.decisions, func(d decision) bool { return d.act == keep }) {
+		return false
+	}
+	for _, s := range p.sorted.Sidecars {
+		if !s.Native || !s.StartupProbe {
+			return false
 		}
-		if slices.ContainsFunc(inits, isName) {
+	}
+	return true
+}
+
+// wrapped are the decisions that leave an app wrapped: wrapped now, or before.
+func (p *plan) wrapped() []decision {
+	var out []decision
+	for _, d := range p.decisions {
+		if d.act == wrap || d.act == keep {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// checkSelection checks the names given to wrap: each must be an app container.
+func (p *plan) checkSelection(names []string) error {
+	for _, n := range names {
+		isName := func(c *manifest.Container) bool { return c.Name == n }
+		switch {
+		case slices.ContainsFunc(p.sorted.Apps, isName):
+			continue
+		case slices.ContainsFunc(p.sorted.Sidecars, func(s *catalog.Sidecar) bool { return s.Container != nil && s.Container.Name == n }):
+			return fmt.Errorf("container %s is a sidecar: sidesync never wraps sidecars", n)
+		case slices.ContainsFunc(p.sorted.Stopped, func(s catalog.Stopped) bool { return s.Container.Name == n }):
+			return fmt.Errorf("container %s is stopped by its orchestrator: sidesync never wraps it", n)
+		case slices.ContainsFunc(p.pod.InitContainers, isName):
 			return fmt.Errorf("container %s is an init container: sidesync wraps only regular containers", n)
 		}
 		var have []string
-		for _, c := range regular {
-			have = append(have, c.name)
+		for _, c := range p.sorted.Apps {
+			have = append(have, c.Name)
 		}
-		return fmt.Errorf("no container %s (the containers are %s)", n, strings.Join(have, ", "))
+		return fmt.Errorf("no app container %s (the app containers are %s)", n, strings.Join(have, ", "))
 	}
 	return nil
 }
 
-// manifestContainer is c as detection reads it.
-func manifestContainer(c *ctr, native bool) detect.ManifestContainer {
-	_, probe := c.m["startupProbe"].(map[string]any)
-	return detect.ManifestContainer{Name: c.name, Image: c.image, Command: c.command, Args: c.args,
-		Native: native, StartupProbe: probe}
-}
+// wrapped reports whether inject wrapped the container before: its command is [Binary].
+func wrapped(c *manifest.Container) bool { return slices.Equal(c.Command, []string{contract.Binary}) }
 
-// profileOf is the profile of a --sidecar value.
-func profileOf(spec string) string {
-	name, _, _ := strings.Cut(spec, ":")
-	return name
+// runsSidesync reports whether the container runs sidesync of its own accord (a command such
+// as ["/sidesync", "--sidecar", "istio", "--", ...] written by hand): wrapping it would put
+// one sidesync inside another.
+func runsSidesync(c *manifest.Container) bool {
+	return len(c.Command) > 0 && path.Base(c.Command[0]) == "sidesync"
 }

@@ -8,7 +8,9 @@ import (
 type Report struct {
 	// Object names the object: "Job/report".
 	Object string
-	// Injected is false for an object of a kind inject leaves alone (Reason says which).
+	// Injected is false for an object of a kind or API version inject leaves alone; Reason says
+	// why, and also why a pod inject read is left unchanged (nothing for sidesync to do, or an
+	// app that cannot be wrapped).
 	Injected bool
 	Reason   string
 	// Changed says whether the object changed; false for an object injected before with the
@@ -16,13 +18,15 @@ type Report struct {
 	Changed bool
 	// Delivery is how the binary gets into the pod, when a container is wrapped.
 	Delivery Delivery
-	// Wrapped are the containers wrapped now; AlreadyWrapped those wrapped before.
+	// Wrapped are the containers wrapped now; AlreadyWrapped those wrapped before, of which
+	// Updated are those whose flags, variables or mounts inject brought up to date.
 	Wrapped        []string
 	AlreadyWrapped []string
+	Updated        []string
 	// Left are the containers left alone, with why: sidecars, init containers, containers
 	// not selected, containers without a command whose image was not resolved.
 	Left []Left
-	// Sidecars are the sidecars the manifest shows, as recorded in contract.SidecarsAnnotation.
+	// Sidecars are the sidecars the manifest shows, as recorded in contract.FoundAnnotation.
 	Sidecars []string
 	// Warnings say what the user should do: each names its container.
 	Warnings []string
@@ -38,27 +42,14 @@ type Left struct {
 //
 //	Job/report: wrapped job (init-copy); left istio-proxy (a known sidecar: istio)
 //	Job/report: unchanged: job already wrapped (init-copy); left istio-proxy (a known sidecar: istio)
-//	ConfigMap/settings: passed through (kind ConfigMap is not injected)
+//	Job/report: job already wrapped, updated (init-copy); left istio-proxy (a known sidecar: istio)
+//	Job/report: left unchanged (an app container cannot be wrapped); left job (no command)
+//	ConfigMap/settings: passed through (kind ConfigMap is not injected: ...)
 func (r Report) String() string {
 	if !r.Injected {
 		return r.Object + ": passed through (" + r.Reason + ")"
 	}
-	var what []string
-	if len(r.Wrapped) > 0 {
-		what = append(what, "wrapped "+strings.Join(r.Wrapped, ", "))
-	}
-	if len(r.AlreadyWrapped) > 0 {
-		what = append(what, strings.Join(r.AlreadyWrapped, ", ")+" already wrapped")
-	}
-	s := r.Object + ": "
-	switch {
-	case len(what) == 0:
-		s += "wrapped nothing"
-	case !r.Changed:
-		s += "unchanged: " + strings.Join(what, ", ") + " (" + string(r.Delivery) + ")"
-	default:
-		s += strings.Join(what, ", ") + " (" + string(r.Delivery) + ")"
-	}
+	s := r.Object + ": " + r.what()
 	var left []string
 	for _, l := range r.Left {
 		left = append(left, l.Container+" ("+l.Why+")")
@@ -69,4 +60,27 @@ func (r Report) String() string {
 	return s
 }
 
-func joinComma(s []string) string { return strings.Join(s, ",") }
+// what says what happened to the apps.
+func (r Report) what() string {
+	if r.Reason != "" {
+		return "left unchanged (" + r.Reason + ")"
+	}
+	var what []string
+	if len(r.Wrapped) > 0 {
+		what = append(what, "wrapped "+strings.Join(r.Wrapped, ", "))
+	}
+	if len(r.AlreadyWrapped) > 0 {
+		w := strings.Join(r.AlreadyWrapped, ", ") + " already wrapped"
+		if len(r.Updated) > 0 {
+			w += ", updated " + strings.Join(r.Updated, ", ")
+		}
+		what = append(what, w)
+	}
+	switch {
+	case len(what) == 0:
+		return "wrapped nothing"
+	case !r.Changed:
+		return "unchanged: " + strings.Join(what, ", ") + " (" + string(r.Delivery) + ")"
+	}
+	return strings.Join(what, ", ") + " (" + string(r.Delivery) + ")"
+}

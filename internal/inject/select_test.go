@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/manifest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -68,12 +69,12 @@ func TestContainersOption(t *testing.T) {
 		t.Errorf("Left %v, want a not selected", r.Left)
 	}
 	for _, tt := range []struct{ name, want string }{
-		{"c", "no container c (the containers are a, b, istio-proxy)"},
+		{"c", "no app container c (the app containers are a, b)"},
 		{"init", "container init is an init container"},
-		{"istio-proxy", "container istio-proxy is a known sidecar (istio)"},
+		{"istio-proxy", "container istio-proxy is a sidecar: sidesync never wraps sidecars"},
 	} {
 		o.Containers = []string{"a", tt.name}
-		if _, _, err := Apply(decode(t, y), o, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, _, err := Apply(decode(t, y), manifest.TypeMeta{}, o, nil); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("--containers a,%s: error %v, want %q", tt.name, err, tt.want)
 		}
 	}
@@ -140,9 +141,9 @@ func TestSidecarsAnnotation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out, r := apply(t, decode(t, podWith(tt.containers, tt.inits)), opts(), nil)
 			ann := at(t, out, "metadata", "annotations").(map[string]any)
-			got, _ := ann[contract.SidecarsAnnotation].(string)
+			got, _ := ann[contract.FoundAnnotation].(string)
 			if got != tt.want || strings.Join(r.Sidecars, ",") != tt.want {
-				t.Errorf("%s = %q (report %q), want %q", contract.SidecarsAnnotation, got, r.Sidecars, tt.want)
+				t.Errorf("%s = %q (report %q), want %q", contract.FoundAnnotation, got, r.Sidecars, tt.want)
 			}
 			if diff := cmp.Diff([]any{"--pod-info=" + contract.PodInfoDir, "--", "x"}, at(t, out, "spec", "containers", 0, "args")); diff != "" {
 				t.Errorf("wrapper args (-want +got):\n%s", diff)
@@ -152,7 +153,7 @@ func TestSidecarsAnnotation(t *testing.T) {
 }
 
 // TestAnnotationsFollowTheManifest: re-injecting after a sidecar was removed drops it from
-// the annotation; contract.InjectedAnnotation lists every wrapped container.
+// the annotation; contract.WrappedAnnotation lists every wrapped container.
 func TestAnnotationsFollowTheManifest(t *testing.T) {
 	out, _ := apply(t, decode(t, podWith(`[{name: a, image: x, command: [a]}, {name: istio-proxy, image: i}]`, "")), opts(), nil)
 	out = roundTrip(t, out)
@@ -160,11 +161,14 @@ func TestAnnotationsFollowTheManifest(t *testing.T) {
 	spec["containers"] = append(spec["containers"].([]any)[:1], map[string]any{"name": "b", "image": "x", "command": []any{"b"}})
 	again, r := apply(t, out, opts(), nil)
 	ann := at(t, again, "metadata", "annotations").(map[string]any)
-	if _, ok := ann[contract.SidecarsAnnotation]; ok {
-		t.Errorf("%s still there: %v", contract.SidecarsAnnotation, ann)
+	if _, ok := ann[contract.FoundAnnotation]; ok {
+		t.Errorf("%s still there: %v", contract.FoundAnnotation, ann)
 	}
-	if got := ann[contract.InjectedAnnotation]; got != "v1.2.3 init-copy a,b" {
-		t.Errorf("%s = %q, want %q", contract.InjectedAnnotation, got, "v1.2.3 init-copy a,b")
+	if got := ann[contract.InjectedAnnotation]; got != "v1.2.3 init-copy" {
+		t.Errorf("%s = %q, want %q", contract.InjectedAnnotation, got, "v1.2.3 init-copy")
+	}
+	if got := ann[contract.WrappedAnnotation]; got != "a,b" {
+		t.Errorf("%s = %q, want %q", contract.WrappedAnnotation, got, "a,b")
 	}
 	if !cmp.Equal(r.Wrapped, []string{"b"}) || !cmp.Equal(r.AlreadyWrapped, []string{"a"}) {
 		t.Errorf("report %q", r)

@@ -4,15 +4,16 @@
 // exit codes trip, restart settings that restart the app after its sidecars were told to quit.
 // Each finding says what to change. It is pure: objects in, findings out, no I/O.
 //
-// It reads sidecars with the detection table of the pod binary (internal/detect) and restarts
-// with the wrapper's own decision (internal/restart), so that it predicts what sidesync will do.
+// It sorts a pod with the catalog of sidecars (internal/catalog) as detection and inject do,
+// reads a wrapped container's settings with the wrapper's own parser (internal/config) and its
+// restarts with the wrapper's own decision (internal/restart), so that it predicts what sidesync
+// will do.
 package lint
 
 import (
 	"fmt"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
 // Severity says how bad a finding is. Only errors make `kubectl sidesync lint` fail.
@@ -47,52 +48,48 @@ func (f Finding) String() string {
 	return s
 }
 
-// Object is a Pod, Job or CronJob as lint reads it: what it is called, the pod it makes and,
-// for a Job or a CronJob, the Job's spec.
+// Object is a Pod, Job or CronJob as lint reads it, with internal/manifest's reader, the one
+// inject uses too: what it is called, the pod it makes and, for a Job or a CronJob, the Job's
+// spec. An object of a kind lint reads in an API version it does not is kept with Unsupported
+// set, so that lint says what inject says of it.
 type Object struct {
-	Kind string // "Pod", "Job" or "CronJob"
+	Kind manifest.Kind
+	// Name is "Job/report", or "Job/report-*" for a generateName.
 	Name string
-	// Pod is the pod's metadata (annotations, labels) and spec: a Pod's own, or the template of
-	// a Job or of a CronJob's job.
-	Pod corev1.PodTemplateSpec
-	Job *batchv1.JobSpec // nil for a Pod
+	// Pod is the pod's metadata and spec: a Pod's own, or the template of a Job or of a
+	// CronJob's job.
+	Pod *manifest.PodView
+	// JobSpec is the Job's spec (decoded JSON); nil for a Pod.
+	JobSpec map[string]any
+	// Unsupported says why the object is not read (an API version Kubernetes no longer
+	// serves); Pod is nil then.
+	Unsupported string
 }
 
-// FromPod is the Object of a Pod.
-func FromPod(p *corev1.Pod) Object {
-	return Object{Kind: "Pod", Name: nameOf(p.ObjectMeta.Name, p.GenerateName),
-		Pod: corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}}
-}
-
-// FromJob is the Object of a Job.
-func FromJob(j *batchv1.Job) Object {
-	return Object{Kind: "Job", Name: nameOf(j.Name, j.GenerateName), Pod: j.Spec.Template, Job: &j.Spec}
-}
-
-// FromCronJob is the Object of a CronJob: the pod of the Jobs it creates.
-func FromCronJob(c *batchv1.CronJob) Object {
-	spec := c.Spec.JobTemplate.Spec
-	return Object{Kind: "CronJob", Name: nameOf(c.Name, c.GenerateName), Pod: spec.Template, Job: &spec}
-}
-
-// nameOf names an object in findings: by its name, else by its generateName.
-func nameOf(name, generate string) string {
-	if name == "" && generate != "" {
-		return generate + "*"
+// FromWorkload is the Object of a located workload.
+func FromWorkload(w *manifest.Workload) (Object, error) {
+	pod, err := manifest.ReadWorkload(w)
+	if err != nil {
+		return Object{}, err
 	}
-	return name
+	return Object{Kind: w.Kind, Name: w.Name, Pod: pod, JobSpec: w.JobSpec}, nil
 }
 
 // ID is how findings name the object: "Job/report".
-func (o Object) ID() string { return o.Kind + "/" + o.Name }
+func (o Object) ID() string { return o.Name }
 
 // Lint returns the findings about one object, in a fixed order: rule by rule, in the order of
 // the pod's containers.
 func Lint(o Object) []Finding {
-	p := newPod(o)
 	var fs []Finding
-	for _, check := range checks() {
-		fs = append(fs, check(p)...)
+	if o.Unsupported != "" {
+		fs = []Finding{{Severity: Error, Rule: RuleAPIVersion, Message: o.Unsupported,
+			Fix: "then lint it again; kubectl sidesync inject passes it through unchanged until then"}}
+	} else {
+		p := newPod(o)
+		for _, check := range checks() {
+			fs = append(fs, check(p)...)
+		}
 	}
 	for i := range fs {
 		fs[i].Object = o.ID()
@@ -103,8 +100,8 @@ func Lint(o Object) []Finding {
 // checks are the rules, in the order their findings are reported.
 func checks() []func(*pod) []Finding {
 	return []func(*pod) []Finding{
-		neverQuits, quitEndpointsOff, cloudSQLHealthCheck, nativeWithoutStartupProbe,
-		failurePolicyWithoutContainer, restartsInPlace, nothingToDo,
+		wrapperConfig, neverQuits, endpointsOff, partlyWrapped, nativeWithoutStartupProbe,
+		failurePolicyWithoutContainer, restartsInPlace, severalApps, nothingToDo,
 	}
 }
 

@@ -3,133 +3,48 @@ package lint
 import (
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/sidesync/sidesync/internal/detect"
+	"github.com/sidesync/sidesync/internal/catalog"
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
-// pod is what the rules read: the object, with its containers sorted into sidecars and apps.
+// pod is what the rules read: the object, with its containers sorted by the catalog (as
+// detection and inject sort them) and what the sidesync in each app is told.
 type pod struct {
 	Object
 	ann, labels map[string]string
 	// completes: the pod runs to completion (a Job's, or a Pod with restartPolicy Never or
 	// OnFailure), so a sidecar that never quits keeps it from completing.
 	completes bool
-	sidecars  []podSidecar
-	apps      []*corev1.Container // the regular containers that are no known sidecar
+	sorted    *catalog.Pod
+	apps      []*app // the app containers, in order
 }
 
-// podSidecar is one sidecar of the pod: a container of the manifest, or one that an annotation
-// says an injector will add.
-type podSidecar struct {
-	profile   string            // detection profile; "" for a native sidecar lint does not know
-	container string            // its container's name
-	c         *corev1.Container // nil when only an annotation announces it
-	native    bool              // an init container with restartPolicy: Always
-	via       string            // the annotation or label that announces it, if any
+// app is an app container, and the sidesync it runs if any.
+type app struct {
+	c *manifest.Container
+	w *wrapper // nil when the container does not run sidesync
 }
 
-// who names the sidecar in messages: "container cloud-sql-proxy (Cloud SQL Auth Proxy)", and
-// for one an injector adds, the annotation that asks for it.
-func (s podSidecar) who() string {
-	what := profileInfos()[s.profile].title
-	if s.c == nil && s.via != "" {
-		what += ", from the " + s.via
-	}
-	if what == "" {
-		return "container " + s.container
-	}
-	return "container " + s.container + " (" + what + ")"
-}
-
-// newPod sorts the object's containers: native sidecars (init containers with restartPolicy:
-// Always), classic sidecars (regular containers that the detection table, or an annotation of
-// the pod, names), the apps; then the sidecars that annotations announce and the manifest does
-// not hold yet.
+// newPod sorts the object's containers: sidecars (native ones, those the catalog knows, and
+// those that marks or injection requests announce), the containers their orchestrator stops, and
+// the apps.
 func newPod(o Object) *pod {
-	spec := &o.Pod.Spec
 	p := &pod{Object: o, ann: o.Pod.Annotations, labels: o.Pod.Labels}
-	policy := spec.RestartPolicy
-	p.completes = o.Job != nil || policy == corev1.RestartPolicyNever || policy == corev1.RestartPolicyOnFailure
-	announced := announcedSidecars(p.ann, p.labels)
-	claimed := make([]bool, len(announced))
-	claim := func(c *corev1.Container) (string, string, bool) {
-		profile, known := containerProfile(c.Name, c.Image)
-		for i, a := range announced {
-			if !claimed[i] && (a.profile == profile || !known && a.container == c.Name) {
-				claimed[i] = true
-				return a.profile, a.via, true
-			}
-		}
-		return profile, "", known
-	}
-	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			profile, via, _ := claim(c)
-			p.sidecars = append(p.sidecars, podSidecar{profile: profile, container: c.Name, c: c, native: true, via: via})
-		}
-	}
-	for i := range spec.Containers {
-		c := &spec.Containers[i]
-		if profile, via, ok := claim(c); ok {
-			p.sidecars = append(p.sidecars, podSidecar{profile: profile, container: c.Name, c: c, via: via})
-		} else {
-			p.apps = append(p.apps, c)
-		}
-	}
-	for i, a := range announced {
-		if !claimed[i] {
-			p.sidecars = append(p.sidecars, a)
-		}
+	policy := o.Pod.RestartPolicy
+	p.completes = o.Kind != manifest.Pod || policy == "Never" || policy == "OnFailure"
+	p.sorted = catalog.Sort(o.Pod, catalog.Options{Requests: true})
+	for _, c := range p.sorted.Apps {
+		p.apps = append(p.apps, &app{c: c, w: readWrapper(c)})
 	}
 	return p
 }
 
-// announcedSidecars are the sidecars that the pod's annotations and labels reveal: the marks an
-// injector leaves (the detection table), then the requests for an injection; one per profile,
-// native when the annotations say the injector adds it so.
-func announcedSidecars(ann, labels map[string]string) []podSidecar {
-	infos := profileInfos()
-	var out []podSidecar
-	seen := make(map[string]bool)
-	add := func(profile, via string, native bool) {
-		if seen[profile] {
-			return
-		}
-		seen[profile] = true
-		sig, _ := detect.LookupSignature(profile)
-		native = native || anyOn(infos[profile].native, ann, labels)
-		out = append(out, podSidecar{profile: profile, container: sig.Container, native: native, via: via})
-	}
-	for _, sig := range detect.Signatures() {
-		if m, ok := marked(sig, ann, labels); ok {
-			via := "annotation " + m.Key
-			if m.Label {
-				via = "label " + m.Key
-			}
-			add(sig.Profile, via, sig.Profile == "istio" && istioNativeByStatus(ann))
-		}
-	}
-	for _, sig := range detect.Signatures() {
-		info := infos[sig.Profile]
-		if anyOn(info.unless, ann, labels) {
-			continue
-		}
-		for _, m := range info.requests {
-			if m.on(ann, labels) {
-				add(sig.Profile, m.String(), false)
-			}
-		}
-	}
-	return out
-}
-
-// classic returns the classic sidecars (not native).
-func (p *pod) classic() []podSidecar {
-	var out []podSidecar
-	for _, s := range p.sidecars {
-		if !s.native {
+// classic returns the sidecars that are not native: those in the pod, and those announced that
+// the injector adds as classic ones, or may (NativeMaybe).
+func (p *pod) classic() []*catalog.Sidecar {
+	var out []*catalog.Sidecar
+	for _, s := range p.sorted.Sidecars {
+		if !s.Native {
 			out = append(out, s)
 		}
 	}
@@ -137,11 +52,22 @@ func (p *pod) classic() []podSidecar {
 }
 
 // wrapped returns the apps that run sidesync.
-func (p *pod) wrapped() []*corev1.Container {
-	var out []*corev1.Container
-	for _, c := range p.apps {
-		if isWrapped(c) {
-			out = append(out, c)
+func (p *pod) wrapped() []*app {
+	var out []*app
+	for _, a := range p.apps {
+		if a.w != nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// unwrapped returns the apps that do not run sidesync.
+func (p *pod) unwrapped() []*app {
+	var out []*app
+	for _, a := range p.apps {
+		if a.w == nil {
+			out = append(out, a)
 		}
 	}
 	return out
@@ -150,11 +76,39 @@ func (p *pod) wrapped() []*corev1.Container {
 // appNames names the apps for a fix: "job", or "job or report".
 func (p *pod) appNames() string {
 	var names []string
-	for _, c := range p.apps {
-		names = append(names, c.Name)
+	for _, a := range p.apps {
+		names = append(names, a.c.Name)
 	}
 	if len(names) == 0 {
 		return "the app's"
 	}
 	return strings.Join(names, " or ")
+}
+
+// who names a sidecar in messages: "container cloud-sql-proxy (Cloud SQL Auth Proxy)", and for
+// one an injector adds, what asks for it.
+func who(s *catalog.Sidecar) string {
+	var what string
+	if s.Entry != nil {
+		what = s.Entry.Title
+	}
+	if s.Container == nil && s.Via != "" {
+		what += ", from the " + s.Via
+	}
+	if what == "" {
+		return "container " + s.ContainerName()
+	}
+	return "container " + s.ContainerName() + " (" + what + ")"
+}
+
+// names joins container names: "a", "a and b", "a, b and c".
+func names(apps []*app) string {
+	var out []string
+	for _, a := range apps {
+		out = append(out, a.c.Name)
+	}
+	if len(out) < 2 {
+		return strings.Join(out, "")
+	}
+	return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1]
 }

@@ -2,40 +2,20 @@ package lint
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
+	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/manifest"
 	"github.com/sidesync/sidesync/internal/restart"
 )
 
-// Restarts in place (kubernetes-delivery.md 1.2): a container of a pod that runs to completion
+// Restarts in place: a container of a pod that runs to completion
 // can run again after it exits, by the pod's restartPolicy OnFailure or by its own
 // restartPolicy and restartPolicyRules (KEP-5307, on by default since Kubernetes 1.35). With
 // classic sidecars, whatever tells them to quit must not do it before such a restart. Lint asks
 // internal/restart, the wrapper's own decision, so that it says what sidesync will do.
-
-// restartSpec is how the kubelet restarts the container: its own restartPolicy, else the pod's
-// (Never when a Job's template says nothing), and its restartPolicyRules.
-func restartSpec(c *corev1.Container, pod corev1.RestartPolicy) restart.Spec {
-	policy := restart.Policy(pod)
-	if c.RestartPolicy != nil {
-		policy = restart.Policy(*c.RestartPolicy)
-	}
-	if policy == restart.Unknown {
-		policy = restart.Never
-	}
-	var rules []restart.Rule
-	for _, r := range c.RestartPolicyRules {
-		rule := restart.Rule{Action: restart.Action(r.Action)}
-		if r.ExitCodes != nil {
-			rule.ExitCodes = &restart.ExitCodes{Operator: restart.Operator(r.ExitCodes.Operator), Values: r.ExitCodes.Values}
-		}
-		rules = append(rules, rule)
-	}
-	return restart.Spec{Policy: policy, Rules: rules}
-}
 
 // codes is a set of exit codes: a container exits with 0 to 255 (128+S when killed by signal S).
 type codes [256]bool
@@ -101,64 +81,29 @@ func (set codes) ranges() string {
 	return strings.Join(parts, ", ")
 }
 
-// toldSpec is what the sidesync in c is told about its restarts (its --restart-policy and
-// --restart-rules, else their variables). known is false when a value comes from a ConfigMap or
-// a Secret, or nothing is said; err says why a value is not valid.
-func toldSpec(c *corev1.Container) (spec restart.Spec, known bool, err error) {
-	policy, okP := toldValue(c, flagRestartPolicy, envRestartPolicy)
-	rules, okR := toldValue(c, flagRestartRules, envRestartRules)
-	if !okP && !okR {
-		return restart.Spec{}, false, nil
-	}
-	if okP {
-		if spec.Policy, err = restart.ParsePolicy(policy); err != nil {
-			return spec, false, fmt.Errorf("%s %q: %w", envRestartPolicy, policy, err)
-		}
-	}
-	if okR {
-		if spec.Rules, err = restart.ParseRules(rules); err != nil {
-			return spec, false, fmt.Errorf("%s: %w", envRestartRules, err)
-		}
-	}
-	return spec, !hasValueFrom(c, envRestartPolicy) && !hasValueFrom(c, envRestartRules), nil
-}
-
-// toldValue is a literal value of sidesync's flag in c, else of its variable.
-func toldValue(c *corev1.Container, flag, env string) (string, bool) {
-	if v, ok := flagValue(wrapperArgs(c), flag); ok {
-		return v, true
-	}
-	return envValue(c, env)
-}
-
-func hasValueFrom(c *corev1.Container, name string) bool {
-	for _, e := range c.Env {
-		if e.Name == name && e.ValueFrom != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // restartCause says what restarts the container: "the pod's restartPolicy OnFailure", or its
 // own settings ("its restartPolicyRules", "its restartPolicy OnFailure").
-func restartCause(c *corev1.Container, pod corev1.RestartPolicy) string {
+func restartCause(c *manifest.Container, pod string) string {
 	var own []string
-	if len(c.RestartPolicyRules) > 0 {
+	if c.RestartPolicyRules != "" {
 		own = append(own, "restartPolicyRules")
 	}
-	if c.RestartPolicy != nil && *c.RestartPolicy != corev1.ContainerRestartPolicyNever {
-		own = append(own, "restartPolicy "+string(*c.RestartPolicy))
+	if c.RestartPolicy != "" && c.RestartPolicy != "Never" {
+		own = append(own, "restartPolicy "+c.RestartPolicy)
 	}
 	if len(own) == 0 {
-		return "the pod's restartPolicy " + string(pod)
+		if pod == "" {
+			pod = "Always (a Pod's default)"
+		}
+		return "the pod's restartPolicy " + pod
 	}
 	return "its " + strings.Join(own, " and ")
 }
 
 // restartsInPlace (rule 7): in a pod that runs to completion with classic sidecars, the
-// container that runs sidesync (else each app) must not run again after its sidecars were told
-// to quit. The findings are per container, in the order of the pod.
+// containers that run sidesync (else each app) must not run again after their sidecars were
+// told to quit, and sidesync must be told exactly when they do. The findings are per container,
+// in the order of the pod.
 func restartsInPlace(p *pod) []Finding {
 	if !p.completes || len(p.classic()) == 0 {
 		return nil
@@ -168,51 +113,73 @@ func restartsInPlace(p *pod) []Finding {
 		targets = p.apps
 	}
 	var fs []Finding
-	for _, c := range targets {
-		if f, ok := restartFinding(p, c); ok {
+	for _, a := range targets {
+		if f, ok := restartFinding(p, a); ok {
 			fs = append(fs, f)
 		}
 	}
 	return fs
 }
 
-// restartFinding says what a restart in place of c means for its sidecars, worst first: after
-// exit 0 the pod never completes; sidesync not told, or told wrong, quits the sidecars before
-// the restart; otherwise the restarts keep the sidecars and must be bounded.
-func restartFinding(p *pod, c *corev1.Container) (Finding, bool) {
-	policy := p.Pod.Spec.RestartPolicy
-	set := restartCodes(restartSpec(c, policy))
-	if set.count() == 0 {
-		return Finding{}, false
+// restartFinding says what a restart in place of the app means for its sidecars, worst first:
+// after exit 0 the pod never completes; sidesync told otherwise than the kubelet does (not told
+// of a restart, or told of one that will not come) quits the sidecars before a restart, or
+// never; otherwise the restarts keep the sidecars and must be bounded.
+func restartFinding(p *pod, a *app) (Finding, bool) {
+	c, policy := a.c, p.Pod.RestartPolicy
+	spec, err := restart.Effective(c.RestartPolicy, policy, c.RestartPolicyRules)
+	if err != nil {
+		return Finding{}, false // the API server refuses it; nothing sidesync could do
 	}
+	set := restartCodes(spec)
 	f := Finding{Severity: Error, Rule: RuleRestartsInPlace, Container: c.Name}
 	runs := "container " + c.Name + " restarts in place on " + set.String() + " (" + restartCause(c, policy) + ")"
-	told, known, err := toldSpec(c)
+	told, known := a.toldRestarts()
 	switch {
-	case set[0]:
+	case a.w != nil && a.w.err != nil:
+		return Finding{}, false // wrapperConfig says it
+	case set.count() > 0 && set[0]:
 		f.Message = runs + ": it runs again even after it succeeds, " + fmt.Sprintf(neverCompletesTheKind, p.Kind)
 		f.Fix = "restart it only on failure (restartPolicy OnFailure, or restartPolicyRules that leave out exit code 0)"
-	case !isWrapped(c):
+	case a.w == nil && set.count() > 0:
 		f.Severity = Warning
 		f.Message = runs + ": whatever tells the sidecars to quit must not do it before a restart, or the app runs again without them"
 		f.Fix = "wrap it with sidesync (kubectl sidesync inject tells it the restart settings), and bound the restarts with activeDeadlineSeconds"
-	case err != nil:
-		f.Message = "container " + c.Name + " runs sidesync with " + err.Error() + ": sidesync does not start with it"
-		f.Fix = "re-run kubectl sidesync inject, which writes " + envRestartPolicy + " and " + envRestartRules
-	case !toldRestarts(c):
+	case a.w == nil || !a.w.quits():
+		return Finding{}, false
+	case !known && set.count() > 0:
 		f.Message = runs + ", and the sidesync it runs is not told so: it tells the sidecars to quit before the restart, and the restarted container finds none (it waits, then exits 69)"
-		f.Fix = "re-run kubectl sidesync inject, which sets " + envRestartPolicy + " and " + envRestartRules + ", or set them yourself"
+		f.Fix = "inject it again (kubectl sidesync inject sets " + envRestartPolicy + " and " + envRestartRules + "), or set them yourself"
 	case known && restartCodes(told) != set:
-		f.Message = runs + ", but the sidesync it runs is told " + restartCodes(told).String() + ": it tells the sidecars to quit before some restarts, or keeps them after the last exit"
-		f.Fix = "re-run kubectl sidesync inject to update " + envRestartPolicy + " and " + envRestartRules
+		f.Message = "container " + c.Name + " restarts in place on " + set.String() + " (" + restartCause(c, policy) + "), but the sidesync it runs is told " +
+			restartCodes(told).String() + ": it tells the sidecars to quit before some restarts, or keeps them after the last exit, and the " + string(p.Kind) + " never completes"
+		f.Fix = "inject it again to update " + envRestartPolicy + " and " + envRestartRules + ", or correct them"
+	case set.count() == 0:
+		return Finding{}, false
 	default:
 		f.Severity = Warning
 		f.Message = runs + "; sidesync does not quit the sidecars then"
 		f.Fix = "make sure activeDeadlineSeconds bounds the restarts"
-		if c.RestartPolicy == nil && len(c.RestartPolicyRules) == 0 {
+		if c.RestartPolicy == "" && c.RestartPolicyRules == "" {
 			f.Message = "container " + c.Name + " restarts in place on failure (the pod's restartPolicy OnFailure); sidesync does not quit the sidecars then"
 			f.Fix = "make sure backoffLimit or activeDeadlineSeconds bound the restarts"
 		}
 	}
 	return f, true
+}
+
+// The wrapper's restart variables, which inject sets.
+var (
+	envRestartPolicy = contract.Env(contract.FlagRestartPolicy)
+	envRestartRules  = contract.Env(contract.FlagRestartRules)
+)
+
+// toldRestarts is what the sidesync in the app is told about its restarts (its --restart-policy
+// and --restart-rules, else their variables), as it reads them; known is false when nothing is
+// said, or a value comes from a ConfigMap or a Secret.
+func (a *app) toldRestarts() (restart.Spec, bool) {
+	if a.w == nil || a.w.err != nil || slices.Contains(a.w.hidden, envRestartPolicy) || slices.Contains(a.w.hidden, envRestartRules) {
+		return restart.Spec{}, false
+	}
+	return a.w.cfg.Restart, a.w.cfg.Restart.Known()
 }

@@ -1,142 +1,191 @@
 package lint
 
 import (
+	"errors"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	"github.com/sidesync/sidesync/internal/config"
+	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
-// What lint reads of a container that runs sidesync, and of the other ways a sidecar is told to
-// quit.
-
-// Names of the wrapper's contract that lint reads (README "Configuration"; the restart ones are
-// internal/inject's EnvRestartPolicy and EnvRestartRules, the SIDESYNC_* variables of the
-// wrapper's --restart-policy and --restart-rules). Lint does not import internal/inject: it
-// recognises sidesync by the base name of the command, wherever it is mounted.
-const (
-	wrapperName        = "sidesync"
-	envDisabled        = "SIDESYNC_DISABLED"
-	envQuit            = "SIDESYNC_QUIT"
-	envRestartPolicy   = "SIDESYNC_RESTART_POLICY"
-	envRestartRules    = "SIDESYNC_RESTART_RULES"
-	flagRestartPolicy  = "restart-policy"
-	flagRestartRules   = "restart-rules"
-	wrapperWaitCommand = "wait" // `sidesync wait -- CMD` waits and never quits
-)
-
-// isWrapped reports whether the container runs sidesync: the first word of its command is a
-// program called sidesync (the injected /sidesync/bin/sidesync, or one of the user's own).
-func isWrapped(c *corev1.Container) bool {
-	return len(c.Command) > 0 && path.Base(c.Command[0]) == wrapperName
+// wrapper is the sidesync an app container runs, as the binary will see it: its command line
+// and the container's variables, read with the wrapper's own parser.
+type wrapper struct {
+	mode config.Mode    // config.ModeRun, or ModeWait for `sidesync wait`, which never quits
+	cfg  *config.Config // nil when err is set
+	// err is why sidesync refuses its configuration: it exits 2 without running the command.
+	err error
+	// hidden names the variables whose values come from a ConfigMap, a Secret or a field: what
+	// sidesync is told there is not known here.
+	hidden []string
 }
 
-// wrapperArgs are sidesync's own words: after the program, up to the "--" before the command;
-// none when c does not run sidesync.
-func wrapperArgs(c *corev1.Container) []string {
-	if !isWrapped(c) {
+// readWrapper reads the sidesync that c runs: the first word of its command is a program called
+// sidesync (the injected one, or one the user baked in); nil when c runs something else.
+func readWrapper(c *manifest.Container) *wrapper {
+	if len(c.Command) == 0 || path.Base(c.Command[0]) != "sidesync" {
 		return nil
 	}
 	words := append(slices.Clone(c.Command[1:]), c.Args...)
-	if i := slices.Index(words, "--"); i >= 0 {
-		words = words[:i]
+	w := &wrapper{mode: config.ModeRun}
+	if len(words) > 0 && words[0] == string(config.ModeWait) {
+		w.mode, words = config.ModeWait, words[1:]
 	}
-	return words
+	env := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.From:
+			w.hidden = append(w.hidden, e.Name)
+		default:
+			env[e.Name] = e.Value
+		}
+	}
+	w.cfg, w.err = config.Parse(w.mode, words, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if errors.Is(w.err, config.ErrHelp) {
+		w.err = errors.New("--help: sidesync prints its help and exits")
+	}
+	return w
 }
 
-// envValue is the literal value of the container's variable name; a value from a ConfigMap or
-// a Secret is not known here. README "Configuration": an empty variable counts as unset.
-func envValue(c *corev1.Container, name string) (string, bool) {
-	for _, e := range c.Env {
-		if e.Name == name {
-			return e.Value, e.ValueFrom == nil && e.Value != ""
+// quits reports whether the sidesync tells the sidecars to quit when its command ends: unless it
+// cannot start, only waits (`sidesync wait`), is disabled, or runs with --quit never.
+func (w *wrapper) quits() bool {
+	return w.err == nil && w.mode == config.ModeRun && !w.cfg.Disabled && w.cfg.QuitPolicy != config.QuitNever
+}
+
+// waits reports whether the sidesync waits for the sidecars before its command starts.
+func (w *wrapper) waits() bool {
+	return w.err == nil && !w.cfg.Disabled && w.cfg.Wait
+}
+
+// callsQuit reports whether the container's own command calls a quit endpoint whose path is
+// quitPath where it runs: the command is curl or wget with such a URL, or a shell's -c script
+// has a curl or wget command with one. The same words as the argument of another program (an
+// echo, a message) are not a call.
+func callsQuit(c *manifest.Container, quitPath string) bool {
+	argv := c.Argv()
+	if quitPath == "" || len(argv) == 0 {
+		return false
+	}
+	if isHTTPClient(argv[0]) {
+		return slices.ContainsFunc(argv[1:], func(a string) bool { return strings.Contains(a, quitPath) })
+	}
+	script, ok := shellScript(argv)
+	if !ok {
+		return false
+	}
+	for _, cmd := range commandsOf(script) {
+		if len(cmd) > 0 && isHTTPClient(cmd[0]) && slices.ContainsFunc(cmd[1:], func(a string) bool { return strings.Contains(a, quitPath) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// runsAwaitShutdown reports whether the container runs linkerd-await --shutdown, which tells
+// Linkerd's proxy to quit when its command ends.
+func runsAwaitShutdown(c *manifest.Container) bool {
+	argv := c.Argv()
+	if len(argv) == 0 || path.Base(argv[0]) != "linkerd-await" {
+		return false
+	}
+	for _, a := range argv[1:] {
+		if a == "--" {
+			return false
+		}
+		if a == "--shutdown" || a == "-S" || a == "--shutdown=true" {
+			return true
+		}
+	}
+	return false
+}
+
+func isHTTPClient(word string) bool {
+	b := path.Base(word)
+	return b == "curl" || b == "wget"
+}
+
+// shellScript returns the script of `sh -c SCRIPT` (bash, ash, dash, zsh, ksh; options such as
+// -ec or -euxc before it).
+func shellScript(argv []string) (string, bool) {
+	switch path.Base(argv[0]) {
+	case "sh", "bash", "ash", "dash", "zsh", "ksh":
+	default:
+		return "", false
+	}
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+			return "", false
+		}
+		if !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+			if i+1 < len(argv) {
+				return argv[i+1], true
+			}
+			return "", false
 		}
 	}
 	return "", false
 }
 
-// boolFlag reads a boolean flag of sidesync in args: --name (true), --name=V; set reports
-// whether it is there at all.
-func boolFlag(args []string, name string) (on, set bool) {
-	for _, a := range args {
-		a = strings.TrimLeft(a, "-")
-		if a == name {
-			return true, true
-		}
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			on, _ := strconv.ParseBool(v)
-			return on, true
+// commandsOf splits a shell script into its simple commands' words: at newlines, ;, &, | and
+// parentheses, quotes removed. It is rough, and needs only to find which program a command runs.
+func commandsOf(script string) [][]string {
+	var cmds [][]string
+	var cur []string
+	var word strings.Builder
+	var quote rune
+	flushWord := func() {
+		if word.Len() > 0 {
+			cur = append(cur, word.String())
+			word.Reset()
 		}
 	}
-	return false, false
+	flushCmd := func() {
+		flushWord()
+		if len(cur) > 0 {
+			cmds = append(cmds, cur)
+			cur = nil
+		}
+	}
+	for _, r := range script {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			word.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '\n' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '`':
+			flushCmd()
+		case r == ' ' || r == '\t':
+			flushWord()
+		default:
+			word.WriteRune(r)
+		}
+	}
+	flushCmd()
+	return cmds
 }
 
-// quitsSidecars reports whether the sidesync in c tells the sidecars to quit: unless it is
-// disabled, runs with --quit never, or only waits (`sidesync wait`). A flag beats its variable.
-func quitsSidecars(c *corev1.Container) bool {
-	args := wrapperArgs(c)
-	if len(args) > 0 && args[0] == wrapperWaitCommand {
+// knowsPeers reports whether the sidesync waits for the pod's other apps before it tells the
+// sidecars to quit: it has a state directory, its own name, and peers (--peers, else the pod's
+// sidesync.io/wrapped annotation) that name every app of the pod.
+func (w *wrapper) knowsPeers(p *pod, self *app) bool {
+	if w.err != nil || w.cfg.StateDir == "" || w.cfg.Container != self.c.Name {
 		return false
 	}
-	quit, set := flagValue(args, "quit")
-	if v, ok := envValue(c, envQuit); !set && ok {
-		quit = v
+	peers := w.cfg.Peers
+	if len(peers) == 0 {
+		peers = strings.Split(p.ann[contract.WrappedAnnotation], ",")
 	}
-	return !disabled(c) && quit != "never"
-}
-
-// disabled reports whether the sidesync in c touches no sidecar (--disabled, SIDESYNC_DISABLED).
-func disabled(c *corev1.Container) bool {
-	on, set := boolFlag(wrapperArgs(c), "disabled")
-	if v, ok := envValue(c, envDisabled); !set && ok {
-		on, _ = strconv.ParseBool(v)
-	}
-	return on
-}
-
-// toldRestarts reports whether sidesync in c is told how its container restarts, by flag or by
-// variable (from anywhere, a ConfigMap too), so that it keeps the sidecars for a restart in
-// place.
-func toldRestarts(c *corev1.Container) bool {
-	args := wrapperArgs(c)
-	_, policy := flagValue(args, flagRestartPolicy)
-	_, rules := flagValue(args, flagRestartRules)
-	return policy || rules || envSet(c, envRestartPolicy) || envSet(c, envRestartRules)
-}
-
-// envSet reports whether the container sets the variable: to a value other than "" (which
-// counts as unset), or from a ConfigMap or a Secret.
-func envSet(c *corev1.Container, name string) bool {
-	return slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name && (e.Value != "" || e.ValueFrom != nil) })
-}
-
-// toldQuit reports whether something in the pod tells the sidecar to quit: sidesync in one of
-// the apps, the mesh's control plane (Kuma, for a Job's pod), or an app whose command calls the
-// sidecar's quit endpoint itself (`curl -X POST localhost:15020/quitquitquit`) or runs
-// linkerd-await --shutdown.
-func (p *pod) toldQuit(s podSidecar) bool {
-	if p.Job != nil && profileInfos()[s.profile].quitsInJobs {
-		return true
-	}
-	quit := quitPath(s.profile)
-	for _, c := range p.apps {
-		if isWrapped(c) {
-			if quitsSidecars(c) {
-				return true
-			}
-			continue // its own words (--quit-url) are not calls
-		}
-		words := append(slices.Clone(c.Command), c.Args...)
-		if quit != "" && strings.Contains(strings.Join(words, " "), quit) {
-			return true
-		}
-		if s.profile == "linkerd" && len(words) > 0 && path.Base(words[0]) == "linkerd-await" {
-			if _, on := flagValue(words, "shutdown"); on {
-				return true
-			}
+	for _, a := range p.apps {
+		if !slices.Contains(peers, a.c.Name) {
+			return false
 		}
 	}
-	return false
+	return true
 }

@@ -149,3 +149,29 @@ func (s Spec) Restarts(code int) (bool, string) {
 	}
 	return false, "restartPolicy " + string(s.Policy)
 }
+
+// Effective is the Spec by which the kubelet restarts a regular container, with Kubernetes' own
+// defaults: the container's restartPolicy, else the pod's, else Always (what Kubernetes sets on
+// a Pod that says none; a Job's pod template must say Never or OnFailure); and the container's
+// restartPolicyRules, as JSON ("" or "null" for none). Every reader of a pod (detection in the
+// pod, inject, lint) asks this one function, so that they agree.
+func Effective(container, pod, rules string) (Spec, error) {
+	policy := container
+	if strings.TrimSpace(policy) == "" {
+		policy = pod
+	}
+	if strings.TrimSpace(policy) == "" {
+		policy = string(Always)
+	}
+	var s Spec
+	var err error
+	if s.Policy, err = ParsePolicy(policy); err != nil {
+		return Spec{}, fmt.Errorf("restartPolicy %q: %w", policy, err)
+	}
+	if rules != "" && rules != "null" {
+		if s.Rules, err = ParseRules(rules); err != nil {
+			return Spec{}, err
+		}
+	}
+	return s, nil
+}
