@@ -150,7 +150,8 @@ func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Wri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
-	eps, errs := resolve.Images(ctx, images, resolve.Options{Platforms: cfg.platforms, UserAgent: "kubectl-sidesync/" + version()})
+	warn := func(m string) { fmt.Fprintf(stderr, "kubectl sidesync inject: warning: %s\n", m) }
+	eps, errs := resolve.Images(ctx, images, resolve.Options{Platforms: cfg.platforms, UserAgent: "kubectl-sidesync/" + version(), Warn: warn})
 	for _, i := range images {
 		if err := errs[i]; err != nil {
 			fmt.Fprintf(stderr, "kubectl sidesync inject: warning: cannot read the image %s from its registry: %v\n", i, err)
@@ -190,6 +191,20 @@ func parseInjectFlags(args []string) (injectConfig, error) {
 	return cfg, errors.Join(errs...)
 }
 
+// parsePlatform reads a --platform value as containerd reads one (linux/AMD64 is linux/amd64,
+// see resolve.Normalize); it must be a linux platform the wrapper can look up.
+func parsePlatform(s string) (v1.Platform, error) {
+	p, err := v1.ParsePlatform(s)
+	if err == nil {
+		*p = resolve.Normalize(*p)
+		_, err = resolve.PlatformKey(*p)
+	}
+	if err != nil || p.OS != "linux" {
+		return v1.Platform{}, fmt.Errorf("--platform %q: not a linux platform (linux/amd64, linux/arm64/v8)", s)
+	}
+	return *p, nil
+}
+
 // checkInjectFlags checks what the flag package cannot: the image, the platforms, the options.
 func checkInjectFlags(cfg *injectConfig, platforms []string) []error {
 	var errs []error
@@ -203,12 +218,12 @@ func checkInjectFlags(cfg *injectConfig, platforms []string) []error {
 		errs = append(errs, fmt.Errorf("--image %q: %w", cfg.opts.Image, err))
 	}
 	for _, s := range platforms {
-		p, err := v1.ParsePlatform(s)
-		if err != nil || p.OS != "linux" || p.Architecture == "" {
-			errs = append(errs, fmt.Errorf("--platform %q: not a linux platform (linux/amd64, linux/arm64/v8)", s))
+		p, err := parsePlatform(s)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		cfg.platforms = append(cfg.platforms, *p)
+		cfg.platforms = append(cfg.platforms, p)
 	}
 	if len(platforms) > 0 && !cfg.resolve {
 		errs = append(errs, errors.New("--platform needs --resolve"))

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/config"
 	"github.com/sidesync/sidesync/internal/contract"
 
 	"github.com/sidesync/sidesync/internal/detect"
@@ -153,7 +154,22 @@ func (p *plan) resolved(c *ctr, img ResolvedImage) decision {
 		p.warnings = append(p.warnings, fmt.Sprintf("container %s: image %s runs a different ENTRYPOINT or CMD per platform and the args use $(VAR), which cannot be passed per platform; %s", c.name, c.image, addCommand))
 		return decision{c: c, act: leave, why: "no command"}
 	}
+	if err := checkPlatformCommands(byPlat); err != nil {
+		p.warnings = append(p.warnings, fmt.Sprintf("container %s: image %s: its commands per platform are not a value the wrapper takes (%v); %s", c.name, c.image, err, addCommand))
+		return decision{c: c, act: leave, why: "no command"}
+	}
 	return decision{c: c, act: wrap, byPlat: byPlat, pinned: img.Pinned}
+}
+
+// checkPlatformCommands checks the value of contract.Env(contract.FlagPlatformCommands) with
+// the wrapper's own parser: a value it refuses stops the wrapper on every platform, so it is
+// never written (an index entry "linux/AMD64", or a platform whose image runs nothing, did).
+func checkPlatformCommands(byPlat map[string][]string) error {
+	j, err := compactJSON(byPlat)
+	if err == nil {
+		_, err = config.ParsePlatformCommands(j)
+	}
+	return err
 }
 
 // addCommand says what makes a container without a command wrappable.
