@@ -29,7 +29,8 @@ type Options struct {
 	// linux/arm/v7, and a platform without a variant matches every variant (see matches). An
 	// image that is no index has one platform, which is read whatever this says.
 	Platforms []v1.Platform
-	// Transport is the HTTP transport; nil means remote.DefaultTransport.
+	// Transport is the HTTP transport; nil means remote.DefaultTransport, with headers
+	// bounded by MaxHeader. Bodies are bounded by MaxAnswer either way.
 	Transport http.RoundTripper
 	// UserAgent is sent to the registry, when set.
 	UserAgent string
@@ -142,9 +143,9 @@ func readConfig(idx v1.ImageIndex, digest v1.Hash, key string) (inject.ImageComm
 	if err != nil {
 		return inject.ImageCommand{}, fmt.Errorf("%s: %w", key, err)
 	}
-	cf, err := img.ConfigFile()
+	cf, err := configFile(img)
 	if err != nil {
-		return inject.ImageCommand{}, fmt.Errorf("%s: config: %w", key, err)
+		return inject.ImageCommand{}, fmt.Errorf("%s: %w", key, err)
 	}
 	return inject.ImageCommand{Entrypoint: cf.Config.Entrypoint, Cmd: cf.Config.Cmd}, nil
 }
@@ -155,9 +156,9 @@ func fromImage(desc *remote.Descriptor) (map[string]inject.ImageCommand, error) 
 	if err != nil {
 		return nil, err
 	}
-	cf, err := img.ConfigFile()
+	cf, err := configFile(img)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
 	// One platform: inject inlines its argv and writes no SIDESYNC_PLATFORM_COMMANDS, so
 	// the key needs no check.
@@ -165,16 +166,13 @@ func fromImage(desc *remote.Descriptor) (map[string]inject.ImageCommand, error) 
 	return map[string]inject.ImageCommand{format(p): {Entrypoint: cf.Config.Entrypoint, Cmd: cf.Config.Cmd}}, nil
 }
 
-// remote is the registry options: context, credentials, transport.
+// remote is the registry options: context, credentials, the transport with its bounds.
 func (o Options) remote(ctx context.Context) []remote.Option {
 	kc := o.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc)}
-	if o.Transport != nil {
-		opts = append(opts, remote.WithTransport(o.Transport))
-	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(o.transport())}
 	if o.UserAgent != "" {
 		opts = append(opts, remote.WithUserAgent(o.UserAgent))
 	}
