@@ -50,9 +50,12 @@ Flags:
   --platform P          with --resolve: read only these platforms of multi-platform images
                         (linux/amd64,linux/arm64); repeatable; default: every linux platform
   --timeout D           with --resolve: the limit for all registry requests (default 1m)
+  --strict              with --resolve: an image that cannot be read (not found, refused, timed
+                        out) is an error, exit 2 naming the image and its containers, and nothing
+                        is written; without it, a warning, and its containers are left unwrapped
 
-Exit codes: 0 done (warnings on stderr), 2 bad flags or input (nothing written), 1 the output
-could not be written.
+Exit codes: 0 done (warnings on stderr), 2 bad flags or input, or with --strict an image that
+could not be read (nothing written), 1 the output could not be written.
 `
 
 // injectConfig is inject's command line, checked.
@@ -62,6 +65,7 @@ type injectConfig struct {
 	resolve   bool
 	platforms []v1.Platform
 	timeout   time.Duration
+	strict    bool // with resolve: an image that cannot be read is an error
 }
 
 // runInject is "kubectl sidesync inject": read, resolve, inject, write; nothing is written to
@@ -127,12 +131,14 @@ func readInjectInput(file string, stdin io.Reader) ([]manifest.Document, manifes
 
 // injectEntrypoints resolves, with --resolve, the images of the containers to wrap that have
 // no command. An image that cannot be read is a warning: its containers are left alone, and
-// inject's own warning says what to add. The error is about the input (as Apply's).
+// inject's own warning says what to add; with --strict it is an error naming the image and its
+// containers. The error is about the input (as Apply's) or, with --strict, the registries.
 func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Writer) (inject.Entrypoints, error) {
 	if !cfg.resolve {
 		return nil, nil
 	}
 	var images []string
+	users := imageUsers{}
 	err := manifest.Each(docs, func(obj map[string]any, where string) (map[string]any, error) {
 		imgs, err := inject.Images(obj, cfg.opts)
 		if err != nil {
@@ -143,6 +149,9 @@ func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Wri
 				images = append(images, i)
 			}
 		}
+		if cfg.strict && len(imgs) > 0 {
+			users.add(obj, cfg.opts, where)
+		}
 		return obj, nil
 	})
 	if err != nil || len(images) == 0 {
@@ -152,6 +161,9 @@ func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Wri
 	defer cancel()
 	warn := func(m string) { fmt.Fprintf(stderr, "kubectl sidesync inject: warning: %s\n", m) }
 	eps, errs := resolve.Images(ctx, images, resolve.Options{Platforms: cfg.platforms, UserAgent: "kubectl-sidesync/" + version(), Warn: warn})
+	if cfg.strict && len(errs) > 0 {
+		return nil, strictError(images, errs, users)
+	}
 	for _, i := range images {
 		if err := errs[i]; err != nil {
 			fmt.Fprintf(stderr, "kubectl sidesync inject: warning: cannot read the image %s from its registry: %v\n", i, err)
@@ -176,6 +188,7 @@ func parseInjectFlags(args []string) (injectConfig, error) {
 	fs.BoolVar(&cfg.resolve, "resolve", false, "")
 	fs.Func("platform", "", func(s string) error { platforms = append(platforms, strings.Split(s, ",")...); return nil })
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "")
+	fs.BoolVar(&cfg.strict, "strict", false, "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -227,6 +240,9 @@ func checkInjectFlags(cfg *injectConfig, platforms []string) []error {
 	}
 	if len(platforms) > 0 && !cfg.resolve {
 		errs = append(errs, errors.New("--platform needs --resolve"))
+	}
+	if cfg.strict && !cfg.resolve {
+		errs = append(errs, errors.New("--strict needs --resolve"))
 	}
 	if cfg.timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %v: must be positive", cfg.timeout))
