@@ -34,7 +34,11 @@ func configFile(img v1.Image) (*v1.ConfigFile, error) {
 	if s := m.Config.Size; s < 0 || s > MaxConfig {
 		return nil, fmt.Errorf("config of %d bytes: larger than %s, or of no size: refused", s, bytesOf(MaxConfig))
 	}
-	return img.ConfigFile()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return cf, nil
 }
 
 // transport is o.Transport (remote.DefaultTransport when nil, with headers bounded by

@@ -89,8 +89,8 @@ func Image(ctx context.Context, image string, o Options) (inject.ResolvedImage, 
 
 // fromIndex reads the config of every linux image of an index that o.Platforms selects, under
 // its platform normalised as containerd does (linux/AMD64 is linux/amd64). An entry whose
-// platform the wrapper could not look up is skipped with a warning; of two entries for one
-// platform the first counts, as containerd picks it.
+// platform the wrapper could not look up is skipped, with a warning when o.Platforms selects
+// it; of two entries for one platform the first counts, as containerd picks it.
 func fromIndex(desc *remote.Descriptor, image string, o Options) (map[string]inject.ImageCommand, error) {
 	idx, err := desc.ImageIndex()
 	if err != nil {
@@ -107,13 +107,15 @@ func fromIndex(desc *remote.Descriptor, image string, o Options) (map[string]inj
 		if !isLinuxImage(m) {
 			continue
 		}
-		key, err := PlatformKey(*m.Platform)
+		p := *m.Platform
+		key, err := PlatformKey(p)
 		if err != nil {
-			o.warn(fmt.Sprintf("image %s: skipped the index entry %s: the wrapper could not look it up: %v", image, m.Digest, err))
+			if o.wants(p) {
+				o.warn(fmt.Sprintf("image %s: skipped the index entry %s: the wrapper could not look it up: %v", image, m.Digest, err))
+			}
 			continue
 		}
 		seen = append(seen, key)
-		p := *m.Platform
 		if slices.ContainsFunc(read, func(r v1.Platform) bool { return same(r, p) }) || !o.wants(p) {
 			continue
 		}

@@ -83,20 +83,23 @@ func TestIndexPlatforms(t *testing.T) {
 	beta := rt.Platform{OS: "linux", Architecture: "arm64", Variant: "v8-beta", Entrypoint: []string{"/app-beta"}}
 	bare := rt.Platform{OS: "linux", Architecture: "arm64", Entrypoint: []string{"/app-bare"}}
 	tests := []struct {
-		name     string
-		ps       []rt.Platform
-		want     map[string]inject.ImageCommand
-		warnings []string
+		name      string
+		ps        []rt.Platform
+		platforms []v1.Platform // Options.Platforms
+		want      map[string]inject.ImageCommand
+		warnings  []string
 	}{
-		{"upper case", []rt.Platform{upper, arm64Other},
+		{"upper case", []rt.Platform{upper, arm64Other}, nil,
 			map[string]inject.ImageCommand{"linux/amd64": {Entrypoint: []string{"/app-upper"}}, "linux/arm64/v8": {Entrypoint: []string{"/app-arm64"}}}, nil},
-		{"upper case after lower case: the first counts", []rt.Platform{amd64, upper},
+		{"upper case after lower case: the first counts", []rt.Platform{amd64, upper}, nil,
 			map[string]inject.ImageCommand{"linux/amd64": {Entrypoint: []string{"/app"}, Cmd: []string{"serve"}}}, nil},
-		{"arm64 and arm64/v8 are one platform: the first counts", []rt.Platform{bare, arm64Other},
+		{"arm64 and arm64/v8 are one platform: the first counts", []rt.Platform{bare, arm64Other}, nil,
 			map[string]inject.ImageCommand{"linux/arm64": {Entrypoint: []string{"/app-bare"}}}, nil},
-		{"an entry the wrapper could not look up", []rt.Platform{amd64, beta},
+		{"an entry the wrapper could not look up", []rt.Platform{amd64, beta}, nil,
 			map[string]inject.ImageCommand{"linux/amd64": {Entrypoint: []string{"/app"}, Cmd: []string{"serve"}}},
 			[]string{`: the wrapper could not look it up: "linux/arm64/v8-beta" is not a platform`}},
+		{"an entry the wrapper could not look up, not asked for: no warning", []rt.Platform{amd64, beta}, []v1.Platform{{OS: "linux", Architecture: "amd64"}},
+			map[string]inject.ImageCommand{"linux/amd64": {Entrypoint: []string{"/app"}, Cmd: []string{"serve"}}}, nil},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,6 +107,7 @@ func TestIndexPlatforms(t *testing.T) {
 			rt.PushIndex(t, ref, true, tt.ps...)
 			var warnings []string
 			o := anonymous
+			o.Platforms = tt.platforms
 			o.Warn = func(m string) { warnings = append(warnings, m) }
 			got, err := resolveOne(t, ref, o)
 			if err != nil {
