@@ -48,7 +48,9 @@ Flags:
   --resolve             read the ENTRYPOINT and CMD of containers without a command from their
                         registry (credentials as docker uses them) and pin those images to a digest
   --platform P          with --resolve: read only these platforms of multi-platform images
-                        (linux/amd64,linux/arm64); repeatable; default: every linux platform
+                        (linux/amd64,linux/arm64); repeatable; default: every linux platform.
+                        As containerd reads them: linux/arm64 is linux/arm64/v8, linux/arm is
+                        linux/arm/v7, and one without a variant matches every variant
   --timeout D           with --resolve: the limit for all registry requests (default 1m)
   --strict              with --resolve: an image that cannot be read (not found, refused, timed
                         out) is an error, exit 2 naming the image and its containers, and nothing
