@@ -49,11 +49,16 @@ Flags:
   --resolve             read the ENTRYPOINT and CMD of containers without a command from their
                         registry (credentials as docker uses them) and pin those images to a digest
   --platform P          with --resolve: read only these platforms of multi-platform images
-                        (linux/amd64,linux/arm64); repeatable; default: every linux platform
+                        (linux/amd64,linux/arm64); repeatable; default: every linux platform.
+                        As containerd reads them: linux/arm64 is linux/arm64/v8, linux/arm is
+                        linux/arm/v7, and one without a variant matches every variant
   --timeout D           with --resolve: the limit for all registry requests (default 1m)
+  --strict              with --resolve: an image that cannot be read (not found, refused, timed
+                        out) is an error, exit 2 naming the image and its containers, and nothing
+                        is written; without it, a warning, and its containers are left unwrapped
 
-Exit codes: 0 done (warnings on stderr), 2 bad flags or input (nothing written), 1 the output
-could not be written.
+Exit codes: 0 done (warnings on stderr), 2 bad flags or input, or with --strict an image that
+could not be read (nothing written), 1 the output could not be written.
 `
 
 // injectConfig is inject's command line, checked.
@@ -63,6 +68,7 @@ type injectConfig struct {
 	resolve   bool
 	platforms []v1.Platform
 	timeout   time.Duration
+	strict    bool // with resolve: an image that cannot be read is an error
 }
 
 // runInject is "kubectl sidesync inject": read, resolve, inject, write; nothing is written to
@@ -128,12 +134,14 @@ func readInjectInput(file string, stdin io.Reader) ([]manifest.Document, manifes
 
 // injectEntrypoints resolves, with --resolve, the images of the containers to wrap that have
 // no command. An image that cannot be read is a warning: its containers are left alone, and
-// inject's own warning says what to add. The error is about the input (as Apply's).
+// inject's own warning says what to add; with --strict it is an error naming the image and its
+// containers. The error is about the input (as Apply's) or, with --strict, the registries.
 func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Writer) (inject.Entrypoints, error) {
 	if !cfg.resolve {
 		return nil, nil
 	}
 	var images []string
+	users := imageUsers{}
 	err := eachObject(docs, func(obj map[string]any, tm workload.TypeMeta, where string) (map[string]any, error) {
 		imgs, err := inject.Images(obj, tm, cfg.opts)
 		if err != nil {
@@ -144,6 +152,9 @@ func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Wri
 				images = append(images, i)
 			}
 		}
+		if cfg.strict && len(imgs) > 0 {
+			users.add(obj, tm, cfg.opts, where)
+		}
 		return obj, nil
 	})
 	if err != nil || len(images) == 0 {
@@ -151,7 +162,11 @@ func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Wri
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
-	eps, errs := resolve.Images(ctx, images, resolve.Options{Platforms: cfg.platforms, UserAgent: "kubectl-sidesync/" + version()})
+	warn := func(m string) { fmt.Fprintf(stderr, "kubectl sidesync inject: warning: %s\n", m) }
+	eps, errs := resolve.Images(ctx, images, resolve.Options{Platforms: cfg.platforms, UserAgent: "kubectl-sidesync/" + version(), Warn: warn})
+	if cfg.strict && len(errs) > 0 {
+		return nil, strictError(images, errs, users)
+	}
 	for _, i := range images {
 		if err := errs[i]; err != nil {
 			fmt.Fprintf(stderr, "kubectl sidesync inject: warning: cannot read the image %s from its registry: %v\n", i, err)
@@ -176,6 +191,7 @@ func parseInjectFlags(args []string) (injectConfig, error) {
 	fs.BoolVar(&cfg.resolve, "resolve", false, "")
 	fs.Func("platform", "", func(s string) error { platforms = append(platforms, strings.Split(s, ",")...); return nil })
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "")
+	fs.BoolVar(&cfg.strict, "strict", false, "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -191,6 +207,20 @@ func parseInjectFlags(args []string) (injectConfig, error) {
 	return cfg, errors.Join(errs...)
 }
 
+// parsePlatform reads a --platform value as containerd reads one (linux/AMD64 is linux/amd64,
+// see resolve.Normalize); it must be a linux platform the wrapper can look up.
+func parsePlatform(s string) (v1.Platform, error) {
+	p, err := v1.ParsePlatform(s)
+	if err == nil {
+		*p = resolve.Normalize(*p)
+		_, err = resolve.PlatformKey(*p)
+	}
+	if err != nil || p.OS != "linux" {
+		return v1.Platform{}, fmt.Errorf("--platform %q: not a linux platform (linux/amd64, linux/arm64/v8)", s)
+	}
+	return *p, nil
+}
+
 // checkInjectFlags checks what the flag package cannot: the image, the platforms, the options.
 func checkInjectFlags(cfg *injectConfig, platforms []string) []error {
 	var errs []error
@@ -204,15 +234,18 @@ func checkInjectFlags(cfg *injectConfig, platforms []string) []error {
 		errs = append(errs, fmt.Errorf("--image %q: %w", cfg.opts.Image, err))
 	}
 	for _, s := range platforms {
-		p, err := v1.ParsePlatform(s)
-		if err != nil || p.OS != "linux" || p.Architecture == "" {
-			errs = append(errs, fmt.Errorf("--platform %q: not a linux platform (linux/amd64, linux/arm64/v8)", s))
+		p, err := parsePlatform(s)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		cfg.platforms = append(cfg.platforms, *p)
+		cfg.platforms = append(cfg.platforms, p)
 	}
 	if len(platforms) > 0 && !cfg.resolve {
 		errs = append(errs, errors.New("--platform needs --resolve"))
+	}
+	if cfg.strict && !cfg.resolve {
+		errs = append(errs, errors.New("--strict needs --resolve"))
 	}
 	if cfg.timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %v: must be positive", cfg.timeout))

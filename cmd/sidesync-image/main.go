@@ -95,7 +95,7 @@ func parse(args []string, stdout io.Writer) (config, error) {
 	fs.StringVar(&cfg.commit, "commit", "", "the `COMMIT` the binaries are stamped with (org.opencontainers.image.revision)")
 	fs.StringVar(&cfg.source, "source", image.DefaultSource, "the repository `URL` (org.opencontainers.image.source)")
 	fs.StringVar(&platforms, "platforms", platforms, "the `LIST` of platforms, comma-separated os/arch[/variant]")
-	fs.StringVar(&cfg.layout, "layout", "", "write the image as an OCI image layout into `DIR`, which must be new or empty")
+	fs.StringVar(&cfg.layout, "layout", "", "write the image as an OCI image layout into `DIR`, which must be new or empty; written beside it and renamed into place when whole")
 	var errs []error
 	fs.Func("push", "push the image index to `REF` (repeatable); credentials come from ~/.docker/config.json", func(s string) error {
 		ref, err := name.ParseReference(s)

@@ -104,7 +104,7 @@ type Source struct {
 type Switch struct {
 	// Rule is the name of the lint rule that finds it off ("linkerd-shutdown-off").
 	Rule string
-	On []Source
+	On   []Source
 	// What names the endpoint for messages: "the quit endpoint /shutdown".
 	What string
 	// Fix says what to change in the pod to switch it on.

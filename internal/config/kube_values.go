@@ -76,7 +76,7 @@ func (v platformCommandsValue) Set(s string) error {
 		*v.m = nil
 		return nil
 	}
-	m, err := parsePlatformCommands(s)
+	m, err := ParsePlatformCommands(s)
 	if err != nil {
 		return err
 	}
@@ -87,9 +87,12 @@ func (v platformCommandsValue) Set(s string) error {
 // platformExample shows the expected form in messages.
 const platformExample = `{"linux/amd64": ["/app", "--serve"], "linux/arm64": ["/app-arm64", "--serve"]}`
 
-// parsePlatformCommands reads the object strictly: every key a platform, every value a command
-// line with a program.
-func parsePlatformCommands(s string) (map[string][]string, error) {
+// ParsePlatformCommands reads the value of --platform-commands (SIDESYNC_PLATFORM_COMMANDS)
+// strictly: every key a platform (CheckPlatform), every value a command line with a program.
+// It is the wrapper's parser, and `kubectl sidesync inject` checks what it writes with it, so
+// that inject never writes a value the wrapper refuses (a refused value stops the wrapper on
+// every platform).
+func ParsePlatformCommands(s string) (map[string][]string, error) {
 	dec := json.NewDecoder(strings.NewReader(s))
 	var m map[string][]string
 	if err := dec.Decode(&m); err != nil || m == nil {
@@ -99,14 +102,24 @@ func parsePlatformCommands(s string) (map[string][]string, error) {
 		return nil, errors.New("not a JSON object from platform to command: something follows the object")
 	}
 	for _, key := range slices.Sorted(maps.Keys(m)) {
-		switch {
-		case !isPlatform(key):
-			return nil, fmt.Errorf("%q is not a platform: write os/arch or os/arch/variant, like linux/amd64 or linux/arm/v7", key)
-		case len(m[key]) == 0 || m[key][0] == "":
+		if err := CheckPlatform(key); err != nil {
+			return nil, err
+		}
+		if len(m[key]) == 0 || m[key][0] == "" {
 			return nil, fmt.Errorf("%q: the command is empty", key)
 		}
 	}
 	return m, nil
+}
+
+// CheckPlatform checks a key of ParsePlatformCommands: os/arch or os/arch/variant, each part
+// lower-case letters, digits or underscores, as OCI image indexes name platforms (their fields
+// are case-sensitive: "linux/AMD64" is no platform the wrapper runs on).
+func CheckPlatform(key string) error {
+	if !isPlatform(key) {
+		return fmt.Errorf("%q is not a platform: write os/arch or os/arch/variant, like linux/amd64 or linux/arm/v7", key)
+	}
+	return nil
 }
 
 // orNull explains a JSON null (which decodes without error into a nil map).
@@ -118,7 +131,7 @@ func orNull(err error) any {
 }
 
 // isPlatform reports whether s is os/arch or os/arch/variant, each part lower-case letters,
-// digits or underscores, as OCI image indexes name platforms.
+// digits or underscores.
 func isPlatform(s string) bool {
 	parts := strings.Split(s, "/")
 	if len(parts) < 2 || len(parts) > 3 {

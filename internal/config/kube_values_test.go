@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -53,5 +54,36 @@ func TestParseSidecars(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), problem) {
 			t.Errorf("error %v does not mention %q", err, problem)
 		}
+	}
+}
+
+// TestParsePlatformCommands: the parser that the wrapper and `kubectl sidesync inject` share
+// refuses keys that are not lower-case os/arch[/variant] and empty commands.
+func TestParsePlatformCommands(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     map[string][]string
+		wantErr  string
+	}{
+		{"two platforms", `{"linux/amd64":["/app"],"linux/arm64/v8":["/app-arm64","-x"]}`,
+			map[string][]string{"linux/amd64": {"/app"}, "linux/arm64/v8": {"/app-arm64", "-x"}}, ""},
+		{"upper-case architecture", `{"linux/AMD64":["/app"]}`, nil, `"linux/AMD64" is not a platform`},
+		{"dash in a variant", `{"linux/arm64/v8-x":["/app"]}`, nil, `"linux/arm64/v8-x" is not a platform`},
+		{"four parts", `{"linux/arm/v7/x":["/app"]}`, nil, `"linux/arm/v7/x" is not a platform`},
+		{"null command", `{"linux/amd64":null}`, nil, `"linux/amd64": the command is empty`},
+		{"empty program", `{"linux/amd64":[""]}`, nil, `"linux/amd64": the command is empty`},
+		{"null", `null`, nil, "not a JSON object"},
+		{"trailing data", `{"linux/amd64":["/app"]} {}`, nil, "something follows the object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParsePlatformCommands(tt.in)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParsePlatformCommands(%s) (-want +got):\n%s", tt.in, diff)
+			}
+			if (tt.wantErr == "") != (err == nil) || !strings.Contains(fmt.Sprint(err), tt.wantErr) {
+				t.Errorf("ParsePlatformCommands(%s): error %v, want one saying %q", tt.in, err, tt.wantErr)
+			}
+		})
 	}
 }

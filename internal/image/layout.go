@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -19,7 +20,23 @@ const RefName = "org.opencontainers.image.ref.name"
 // (a layout never forgets blobs, so writing into an old one would keep the old images' too).
 // Its index.json holds one descriptor, of idx, with tag as its ref.name: "crane push DIR REF"
 // and "skopeo copy --all oci:DIR:TAG docker://REF" push the multi-platform index as it is.
+//
+// The layout is written into a temporary directory beside dir, synced, and renamed to dir only
+// once whole; on failure the temporary directory is removed and dir is as it was. A disk that
+// filled part way used to leave half a layout in dir, which the retry then refused.
 func WriteLayout(dir string, idx v1.ImageIndex, tag string) error {
+	dir = filepath.Clean(dir)
+	if err := checkNew(dir); err != nil {
+		return err
+	}
+	if err := writeLayoutAtomically(dir, idx, tag); err != nil {
+		return fmt.Errorf("writing the OCI layout %s: %w", dir, err)
+	}
+	return nil
+}
+
+// checkNew checks that dir is empty or does not exist.
+func checkNew(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
@@ -27,12 +44,65 @@ func WriteLayout(dir string, idx v1.ImageIndex, tag string) error {
 	case len(entries) > 0:
 		return fmt.Errorf("%s is not empty: remove it, or name a new directory", dir)
 	}
-	p, err := layout.Write(dir, empty.Index)
+	return nil
+}
+
+// writeLayoutAtomically writes the layout into a temporary directory beside dir, then renames
+// it to dir.
+func writeLayoutAtomically(dir string, idx v1.ImageIndex, tag string) error {
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
-		return fmt.Errorf("writing the OCI layout %s: %w", dir, err)
+		return err
+	}
+	if err := fillLayout(tmp, idx, tag); err != nil {
+		return errors.Join(err, os.RemoveAll(tmp))
+	}
+	if err := replaceEmpty(tmp, dir); err != nil {
+		return errors.Join(err, os.RemoveAll(tmp))
+	}
+	return syncPath(parent)
+}
+
+// replaceEmpty renames tmp to dir, removing dir first when it is there and empty (os.Rename
+// does not replace a directory; os.Remove refuses one that is no longer empty).
+func replaceEmpty(tmp, dir string) error {
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}
+
+// fillLayout writes the layout into tmp, a new directory, and syncs it to disk, so that an
+// error the file system reports late (at fsync) is seen before the rename.
+func fillLayout(tmp string, idx v1.ImageIndex, tag string) error {
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp's 0700, to a layout.Write's mode
+		return err
+	}
+	p, err := layout.Write(tmp, empty.Index)
+	if err != nil {
+		return err
 	}
 	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{RefName: tag})); err != nil {
-		return fmt.Errorf("writing the OCI layout %s: %w", dir, err)
+		return err
 	}
-	return nil
+	return filepath.WalkDir(tmp, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return syncPath(path)
+	})
+}
+
+// syncPath flushes a file or a directory to disk.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	return errors.Join(err, f.Close())
 }

@@ -172,7 +172,21 @@ func resolved(c *manifest.Container, img ResolvedImage) decision {
 		// break the JSON, so what would run is no longer certain.
 		return decision{c: c, unwrappable: fmt.Sprintf("container %s has no command, its image %s runs a different ENTRYPOINT or CMD per platform, and its args use $(VAR), which cannot be passed per platform; %s", c.Name, c.Image, addCommand)}
 	}
+	if err := checkPlatformCommands(byPlat); err != nil {
+		return decision{c: c, unwrappable: fmt.Sprintf("container %s has no command, and the commands per platform of its image %s are not a value the wrapper takes (%v); %s", c.Name, c.Image, err, addCommand)}
+	}
 	return decision{c: c, act: wrap, byPlat: byPlat, pinned: img.Pinned}
+}
+
+// checkPlatformCommands checks the value of contract.Env(contract.FlagPlatformCommands) with
+// the wrapper's own parser: a value it refuses stops the wrapper on every platform, so it is
+// never written (an index entry "linux/AMD64", or a platform whose image runs nothing, did).
+func checkPlatformCommands(byPlat map[string][]string) error {
+	j, err := compactJSON(byPlat)
+	if err == nil {
+		_, err = config.ParsePlatformCommands(j)
+	}
+	return err
 }
 
 // addCommand says what makes a container without a command wrappable.

@@ -2,6 +2,8 @@ package resolve
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,25 +73,109 @@ func TestImage(t *testing.T) {
 	}
 }
 
-// TestPlatforms: Options.Platforms selects platforms of an index (linux/arm64 matches
-// linux/arm64/v8); an index with none of them, or with no linux image, is an error.
+// TestIndexPlatforms: entries are read under their platform as containerd reads it (linux/AMD64
+// is linux/amd64; of two entries for one platform the first counts), and an entry whose platform
+// the wrapper could not look up is skipped with a warning naming it. Today's code wrote
+// "linux/AMD64" into SIDESYNC_PLATFORM_COMMANDS, which the wrapper refuses on every platform.
+func TestIndexPlatforms(t *testing.T) {
+	host := rt.Start(t)
+	upper := rt.Platform{OS: "linux", Architecture: "AMD64", Entrypoint: []string{"/app-upper"}}
+	beta := rt.Platform{OS: "linux", Architecture: "arm64", Variant: "v8-beta", Entrypoint: []string{"/app-beta"}}
+	bare := rt.Platform{OS: "linux", Architecture: "arm64", Entrypoint: []string{"/app-bare"}}
+	tests := []struct {
+		name      string
+		ps        []rt.Platform
+		platforms []v1.Platform // Options.Platforms
+		want      map[string]inject.ImageCommand
+		warnings  []string
+	}{
+		{"upper case", []rt.Platform{upper, arm64Other}, nil,
+			map[string]inject.ImageCommand{"linux/amd64": {Entrypoint: []string{"/app-upper"}}, "linux/arm64/v8": {Entrypoint: []string{"/app-arm64"}}}, nil},
+		{"upper case after lower case: the first counts", []rt.Platform{amd64, upper}, nil,
+			map[string]inject.ImageCommand{"linux/amd64": {Entrypoint: []string{"/app"}, Cmd: []string{"serve"}}}, nil},
+		{"arm64 and arm64/v8 are one platform: the first counts", []rt.Platform{bare, arm64Other}, nil,
+			map[string]inject.ImageCommand{"linux/arm64": {Entrypoint: []string{"/app-bare"}}}, nil},
+		{"an entry the wrapper could not look up", []rt.Platform{amd64, beta}, nil,
+			map[string]inject.ImageCommand{"linux/amd64": {Entrypoint: []string{"/app"}, Cmd: []string{"serve"}}},
+			[]string{`: the wrapper could not look it up: "linux/arm64/v8-beta" is not a platform`}},
+		{"an entry the wrapper could not look up, not asked for: no warning", []rt.Platform{amd64, beta}, []v1.Platform{{OS: "linux", Architecture: "amd64"}},
+			map[string]inject.ImageCommand{"linux/amd64": {Entrypoint: []string{"/app"}, Cmd: []string{"serve"}}}, nil},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ref := host + "/p" + strconv.Itoa(i) + ":1"
+			rt.PushIndex(t, ref, true, tt.ps...)
+			var warnings []string
+			o := anonymous
+			o.Platforms = tt.platforms
+			o.Warn = func(m string) { warnings = append(warnings, m) }
+			got, err := resolveOne(t, ref, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got.Platforms); diff != "" {
+				t.Errorf("platforms (-want +got):\n%s", diff)
+			}
+			if len(warnings) != len(tt.warnings) {
+				t.Fatalf("warnings %q, want %d", warnings, len(tt.warnings))
+			}
+			for i, w := range tt.warnings {
+				if !strings.HasPrefix(warnings[i], "image "+ref+": skipped the index entry sha256:") || !strings.Contains(warnings[i], w) {
+					t.Errorf("warning %q, want one naming the image, the entry and %q", warnings[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestPlatforms: Options.Platforms selects platforms of an index: linux/arm64 and linux/arm64/v8
+// match each other both ways, as do linux/arm and linux/arm/v7 (today's code matched
+// linux/arm64/v8 to no linux/arm64 entry). An index with none of them, or with no linux image,
+// is an error that says what it has.
 func TestPlatforms(t *testing.T) {
 	host := rt.Start(t)
-	rt.PushIndex(t, host+"/multi:1", true, amd64, arm64Other)
+	bareArm64 := rt.Platform{OS: "linux", Architecture: "arm64", Entrypoint: []string{"/app-arm64"}}
+	bareArm := rt.Platform{OS: "linux", Architecture: "arm", Entrypoint: []string{"/app-arm"}}
+	armV7 := rt.Platform{OS: "linux", Architecture: "arm", Variant: "v7", Entrypoint: []string{"/app-arm"}}
+	rt.PushIndex(t, host+"/v8:1", true, amd64, arm64Other)
+	rt.PushIndex(t, host+"/bare:1", true, amd64, bareArm64, bareArm)
+	rt.PushIndex(t, host+"/v7:1", true, amd64, armV7)
 	rt.PushIndex(t, host+"/win:1", true, windows)
-	arm := anonymous
-	arm.Platforms = []v1.Platform{{OS: "linux", Architecture: "arm64"}}
-	got, err := resolveOne(t, host+"/multi:1", arm)
-	if err != nil || !cmp.Equal(got.Platforms, map[string]inject.ImageCommand{"linux/arm64/v8": {Entrypoint: []string{"/app-arm64"}}}) {
-		t.Errorf("linux/arm64 only: %+v, %v", got, err)
+	arm64Cmd := inject.ImageCommand{Entrypoint: []string{"/app-arm64"}}
+	armCmd := inject.ImageCommand{Entrypoint: []string{"/app-arm"}}
+	tests := []struct {
+		image, platform string
+		want            map[string]inject.ImageCommand
+		wantErr         string
+	}{
+		{"v8:1", "linux/arm64", map[string]inject.ImageCommand{"linux/arm64/v8": arm64Cmd}, ""},
+		{"v8:1", "linux/arm64/v8", map[string]inject.ImageCommand{"linux/arm64/v8": arm64Cmd}, ""},
+		{"bare:1", "linux/arm64/v8", map[string]inject.ImageCommand{"linux/arm64": arm64Cmd}, ""},
+		{"bare:1", "linux/arm64", map[string]inject.ImageCommand{"linux/arm64": arm64Cmd}, ""},
+		{"bare:1", "linux/arm/v7", map[string]inject.ImageCommand{"linux/arm": armCmd}, ""},
+		{"v7:1", "linux/arm", map[string]inject.ImageCommand{"linux/arm/v7": armCmd}, ""},
+		{"v7:1", "linux/arm/v6", nil, "no platform of the image index is among linux/arm/v6 (it has linux/amd64, linux/arm/v7)"},
+		{"v8:1", "linux/s390x", nil, "no platform of the image index is among linux/s390x (it has linux/amd64, linux/arm64/v8)"},
+		{"win:1", "", nil, "no linux image"},
 	}
-	s390x := anonymous
-	s390x.Platforms = []v1.Platform{{OS: "linux", Architecture: "s390x"}}
-	if _, err := resolveOne(t, host+"/multi:1", s390x); err == nil || !strings.Contains(err.Error(), "it has linux/amd64, linux/arm64/v8") {
-		t.Errorf("linux/s390x: error %v, want one naming the platforms there are", err)
-	}
-	if _, err := resolveOne(t, host+"/win:1", anonymous); err == nil || !strings.Contains(err.Error(), "no linux image") {
-		t.Errorf("windows only: error %v", err)
+	for _, tt := range tests {
+		t.Run(tt.image+" "+tt.platform, func(t *testing.T) {
+			o := anonymous
+			if tt.platform != "" {
+				p, err := v1.ParsePlatform(tt.platform)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Platforms = []v1.Platform{*p}
+			}
+			got, err := resolveOne(t, host+"/"+tt.image, o)
+			if diff := cmp.Diff(tt.want, got.Platforms); diff != "" {
+				t.Errorf("platforms (-want +got):\n%s", diff)
+			}
+			if (err == nil) != (tt.wantErr == "") || !strings.Contains(fmt.Sprint(err), tt.wantErr) {
+				t.Errorf("error %v, want one saying %q", err, tt.wantErr)
+			}
+		})
 	}
 }
 
