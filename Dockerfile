@@ -16,10 +16,10 @@ ARG COMMIT=unknown
 WORKDIR /src
 # go build fetches only the modules cmd/sidesync links (golang.org/x/sys), not the whole go.mod.
 COPY . .
-# The flags of scripts/release.sh: static (no C library in scratch), stripped, reproducible.
-RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -buildvcs=false \
-      -ldflags="-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
-      -o /out/sidesync ./cmd/sidesync \
+# The release build itself: static (no C library in scratch), stripped, reproducible, stamped.
+RUN PROGRAMS=sidesync PLATFORMS="$TARGETOS/$TARGETARCH" VERSION="$VERSION" COMMIT="$COMMIT" \
+      scripts/release.sh /out \
+ && mv "/out/sidesync-$TARGETOS-$TARGETARCH" /out/sidesync \
  && chmod 0555 /out/sidesync
 
 FROM scratch

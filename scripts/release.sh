@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds sidesync's release binaries: static (CGO_ENABLED=0, so they run in scratch and
-# distroless images), stripped, reproducible (-trimpath), and stamped with the version and the
-# commit they were built from, which `sidesync version` prints.
+# distroless images), stripped, reproducible (-trimpath), and every program stamped the same way
+# (internal/buildinfo) with the version and the commit it was built from, which its `version`
+# prints and which names the image kubectl-sidesync puts into pods.
 #
 #   scripts/release.sh [OUTDIR]        # default OUTDIR: dist
 #
-# Writes OUTDIR/sidesync-linux-amd64 and OUTDIR/sidesync-linux-arm64 (PLATFORMS="linux/amd64"
-# builds fewer) and prints their paths. The version is `git describe --tags` when the commit is
+# Writes OUTDIR/PROGRAM-OS-ARCH for each program (PROGRAMS, default: sidesync kubectl-sidesync
+# sidesync-image) and each platform (PLATFORMS, default: linux/amd64 linux/arm64) and prints
+# their paths. The Dockerfile builds the image's binary with it too. The version is `git describe --tags` when the commit is
 # tagged (v1.2.3), else a Go pseudo-version (v0.0.0-20261202150405-abcdef123456); a dirty tree
 # adds "-dirty". VERSION and COMMIT in the environment override both (for builds outside git).
 set -euo pipefail
@@ -30,10 +32,13 @@ if [ -z "${VERSION:-}" ]; then
   fi
 fi
 
+stamp="github.com/sidesync/sidesync/internal/buildinfo"
 for platform in ${PLATFORMS:-linux/amd64 linux/arm64}; do
   os=${platform%/*} arch=${platform#*/}
-  bin="$out/sidesync-$os-$arch"
-  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false \
-    -ldflags="-s -w -X main.version=$VERSION -X main.commit=$commit" -o "$bin" ./cmd/sidesync
-  echo "$bin"
+  for program in ${PROGRAMS:-sidesync kubectl-sidesync sidesync-image}; do
+    bin="$out/$program-$os-$arch"
+    CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false \
+      -ldflags="-s -w -X $stamp.version=$VERSION -X $stamp.commit=$commit" -o "$bin" "./cmd/$program"
+    echo "$bin"
+  done
 done

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidesync/sidesync/internal/buildinfo"
 	"github.com/sidesync/sidesync/internal/contract"
 
 	"github.com/google/go-cmp/cmp"
@@ -40,11 +41,8 @@ func plainExamples(t *testing.T) []string {
 // and returns what it writes to stdout.
 func injectExample(t *testing.T, plain string, args ...string) string {
 	t.Helper()
-	saved := buildVersion
-	buildVersion = exampleVersion
-	defer func() { buildVersion = saved }()
 	var out, errOut bytes.Buffer
-	if code := run(append([]string{"inject", "-f", plain}, args...), nil, &out, &errOut); code != 0 {
+	if code := run(append([]string{"inject", "-f", plain}, args...), buildinfo.Info{Version: exampleVersion, Commit: "unknown"}, nil, &out, &errOut); code != 0 {
 		t.Fatalf("kubectl sidesync inject -f %s: exit %d\n%s", plain, code, errOut.String())
 	}
 	if strings.Contains(errOut.String(), "warning") {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sidesync/sidesync/internal/buildinfo"
+
 	"github.com/sidesync/sidesync/internal/contract"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -44,7 +46,7 @@ Flags:
   --containers NAMES    wrap only these regular containers (comma-separated)
   --delivery MODE       init-copy (default: an init container copies the binary into an
                         emptyDir) or image-volume (Kubernetes >= 1.35: the image is mounted)
-  --image REF           the sidesync image (default: this release's, ghcr.io/sidesync/sidesync:VERSION;
+  --image REF           the sidesync image (default: this release's, ` + buildinfo.ImageRepository + `:VERSION;
                         required for a development build)
   --resolve             read the ENTRYPOINT and CMD of containers without a command from their
                         registry (credentials as docker uses them) and pin those images to a digest
@@ -73,8 +75,8 @@ type injectConfig struct {
 
 // runInject is "kubectl sidesync inject": read, resolve, inject, write; nothing is written to
 // stdout unless every object could be read and injected.
-func runInject(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, err := parseInjectFlags(args)
+func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, err := parseInjectFlags(args, build)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, injectUsage)
 		return 0
@@ -163,7 +165,7 @@ func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Wri
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
 	warn := func(m string) { fmt.Fprintf(stderr, "kubectl sidesync inject: warning: %s\n", m) }
-	eps, errs := resolve.Images(ctx, images, resolve.Options{Platforms: cfg.platforms, UserAgent: "kubectl-sidesync/" + version(), Warn: warn})
+	eps, errs := resolve.Images(ctx, images, resolve.Options{Platforms: cfg.platforms, UserAgent: "kubectl-sidesync/" + cfg.opts.Version, Warn: warn})
 	if cfg.strict && len(errs) > 0 {
 		return nil, strictError(images, errs, users)
 	}
@@ -176,7 +178,7 @@ func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Wri
 }
 
 // parseInjectFlags parses and checks the command line, naming every bad flag at once.
-func parseInjectFlags(args []string) (injectConfig, error) {
+func parseInjectFlags(args []string, build buildinfo.Info) (injectConfig, error) {
 	cfg := injectConfig{file: "-", timeout: time.Minute}
 	var delivery, containers string
 	var platforms []string
@@ -202,8 +204,8 @@ func parseInjectFlags(args []string) (injectConfig, error) {
 	if containers != "" {
 		cfg.opts.Containers = strings.Split(containers, ",")
 	}
-	cfg.opts.Delivery, cfg.opts.Version = inject.Delivery(delivery), version()
-	errs = append(errs, checkInjectFlags(&cfg, platforms)...)
+	cfg.opts.Delivery, cfg.opts.Version = inject.Delivery(delivery), build.Version
+	errs = append(errs, checkInjectFlags(&cfg, build, platforms)...)
 	return cfg, errors.Join(errs...)
 }
 
@@ -222,13 +224,14 @@ func parsePlatform(s string) (v1.Platform, error) {
 }
 
 // checkInjectFlags checks what the flag package cannot: the image, the platforms, the options.
-func checkInjectFlags(cfg *injectConfig, platforms []string) []error {
+func checkInjectFlags(cfg *injectConfig, build buildinfo.Info, platforms []string) []error {
 	var errs []error
 	if cfg.opts.Image == "" {
-		if !strings.HasPrefix(cfg.opts.Version, "v") {
+		image, released := build.Image()
+		if !released {
 			return append(errs, fmt.Errorf("--image is required: this kubectl-sidesync is a development build (version %s), for which no image is published", cfg.opts.Version))
 		}
-		cfg.opts.Image = "ghcr.io/sidesync/sidesync:" + cfg.opts.Version
+		cfg.opts.Image = image
 	}
 	if _, err := name.ParseReference(cfg.opts.Image); err != nil {
 		errs = append(errs, fmt.Errorf("--image %q: %w", cfg.opts.Image, err))

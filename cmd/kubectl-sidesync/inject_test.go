@@ -8,13 +8,24 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/internal/buildinfo"
 )
 
-// injectRun runs "kubectl sidesync inject ARGS" with stdin, as main would.
+// devBuild is a development build: it has no image of its own.
+var devBuild = buildinfo.Info{Version: "(devel)", Commit: "unknown"}
+
+// injectRun runs "kubectl sidesync inject ARGS" with stdin, as main would, as a development
+// build.
 func injectRun(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return injectRunAs(t, devBuild, stdin, args...)
+}
+
+// injectRunAs is injectRun as the given build.
+func injectRunAs(t *testing.T, build buildinfo.Info, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code = run(append([]string{"inject"}, args...), strings.NewReader(stdin), &out, &errOut)
+	code = run(append([]string{"inject"}, args...), build, strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -130,12 +141,9 @@ func TestInjectErrors(t *testing.T) {
 
 // TestInjectReleaseImage: a release build defaults --image to its own image.
 func TestInjectReleaseImage(t *testing.T) {
-	saved := buildVersion
-	buildVersion = "v1.2.3"
-	t.Cleanup(func() { buildVersion = saved })
-	code, stdout, stderr := injectRun(t, injectJob)
+	code, stdout, stderr := injectRunAs(t, buildinfo.Info{Version: "v1.2.3", Commit: "abc"}, injectJob)
 	if code != 0 || !strings.Contains(stdout, "image: ghcr.io/sidesync/sidesync:v1.2.3\n") ||
-		!strings.Contains(stdout, "sidesync.io/injected: v1.2.3 init-copy job\n") {
+		!strings.Contains(stdout, "sidesync.io/injected: v1.2.3 init-copy\n") {
 		t.Errorf("exit %d, stderr %s\nstdout:\n%s", code, stderr, stdout)
 	}
 }

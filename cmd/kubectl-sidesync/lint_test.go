@@ -60,7 +60,7 @@ metadata: {name: skipped}
 // lintRun runs `kubectl-sidesync lint ARGS` with stdin and returns the exit code and outputs.
 func lintRun(stdin string, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = run(append([]string{"lint"}, args...), strings.NewReader(stdin), &out, &errOut)
+	code = run(append([]string{"lint"}, args...), devBuild, strings.NewReader(stdin), &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

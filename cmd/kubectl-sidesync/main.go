@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/sidesync/sidesync/internal/buildinfo"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], buildinfo.Current(), os.Stdin, os.Stdout, os.Stderr))
 }
 
 const usage = `kubectl sidesync puts sidesync into workloads and checks them.
@@ -25,19 +27,20 @@ Usage:
 Run 'kubectl sidesync COMMAND --help' for a command's flags.
 `
 
-// run dispatches the subcommands and returns the exit code. Only main exits.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// run dispatches the subcommands and returns the exit code; build is what this program was built
+// as (its version names the image inject puts into pods). Only main exits.
+func run(args []string, build buildinfo.Info, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	switch args[0] {
 	case "inject":
-		return runInject(args[1:], stdin, stdout, stderr)
+		return runInject(args[1:], build, stdin, stdout, stderr)
 	case "lint":
 		return runLint(args[1:], stdin, stdout, stderr)
 	case "version":
-		fmt.Fprintln(stdout, versionLine())
+		fmt.Fprintln(stdout, build.Line("kubectl-sidesync"))
 		return 0
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)

@@ -5,16 +5,16 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sidesync/sidesync/internal/buildinfo"
 )
 
 // TestVersion prints the version, the commit and Go, as `sidesync version` does; a release
 // build's stamps win over the build information.
 func TestVersion(t *testing.T) {
-	saved, savedCommit := buildVersion, buildCommit
-	defer func() { buildVersion, buildCommit = saved, savedCommit }()
-	buildVersion, buildCommit = "v1.2.3", "0123456789abcdef0123456789abcdef01234567"
+	build := buildinfo.Info{Version: "v1.2.3", Commit: "0123456789abcdef0123456789abcdef01234567"}
 	var out, errOut bytes.Buffer
-	if code := run([]string{"version"}, nil, &out, &errOut); code != 0 || errOut.Len() > 0 {
+	if code := run([]string{"version"}, build, nil, &out, &errOut); code != 0 || errOut.Len() > 0 {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 	want := "kubectl-sidesync v1.2.3 (commit 0123456789abcdef0123456789abcdef01234567, " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + ")\n"
@@ -36,7 +36,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"injet"}, 2, "", `unknown command "injet"`},
 	} {
 		var out, errOut bytes.Buffer
-		code := run(tt.args, nil, &out, &errOut)
+		code := run(tt.args, devBuild, nil, &out, &errOut)
 		if code != tt.code || !strings.Contains(out.String(), tt.out) || !strings.Contains(errOut.String(), tt.inErr) {
 			t.Errorf("kubectl sidesync %q: exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr with %q",
 				tt.args, code, out.String(), errOut.String(), tt.code, tt.out, tt.inErr)

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sidesync/sidesync/internal/buildinfo"
+
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -42,8 +44,13 @@ type config struct {
 	push                                  []name.Reference
 }
 
-// run is sidesync-image; it returns the exit code.
+// run is sidesync-image; it returns the exit code. `sidesync-image version` prints what it was
+// built as, as every sidesync program does.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && args[0] == "version" {
+		fmt.Fprintln(stdout, buildinfo.Current().Line("sidesync-image"))
+		return 0
+	}
 	cfg, err := parse(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

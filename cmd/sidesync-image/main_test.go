@@ -174,3 +174,11 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// TestVersion: sidesync-image says what it was built as, as sidesync and kubectl-sidesync do.
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "sidesync-image ") || errOut.Len() > 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+}

@@ -7,9 +7,10 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"time"
+
+	"github.com/sidesync/sidesync/internal/buildinfo"
 
 	"golang.org/x/sys/unix"
 
@@ -25,11 +26,6 @@ const (
 	exitUnavailable = 69 // EX_UNAVAILABLE: the sidecar never became ready (and the policy is to fail)
 	exitSoftware    = 70 // EX_SOFTWARE: sidesync itself failed
 )
-
-// version and commit are set by a release build (scripts/release.sh) with
-// -ldflags "-X main.version=v1.2.3 -X main.commit=<git commit>"; otherwise buildVersion reads
-// what the Go toolchain recorded.
-var version, commit string
 
 // run is sidesync: it takes the arguments, the environment and the standard files, and returns
 // the exit code. Only main exits. The subcommand table (subcommands.go) says what to do; the
@@ -115,45 +111,8 @@ func usageError(stderr io.Writer, err error) int {
 	return exitUsage
 }
 
-// printVersion prints "sidesync VERSION (commit COMMIT, go1.26.8 linux/amd64)".
+// printVersion prints "sidesync VERSION (commit COMMIT, go1.26.8 linux/amd64)": what a release
+// build stamped (scripts/release.sh), else what the Go toolchain recorded.
 func printVersion(w io.Writer) {
-	v, c := buildVersion()
-	fmt.Fprintf(w, "sidesync %s (commit %s, %s %s/%s)\n", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
-
-// buildVersion returns the version and commit sidesync was built from: those a release build
-// stamps with -ldflags (scripts/release.sh), else what the Go toolchain recorded (the module
-// version of "go install ...@vX", and the commit of a build inside a git checkout).
-func buildVersion() (string, string) {
-	v, c := version, commit
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return or(v, "(devel)"), or(c, "unknown")
-	}
-	if v == "" && bi.Main.Version != "" {
-		v = bi.Main.Version
-	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			modified = s.Value
-		}
-	}
-	if c == "" && rev != "" {
-		c = rev
-		if modified == "true" {
-			c += "-dirty"
-		}
-	}
-	return or(v, "(devel)"), or(c, "unknown")
-}
-
-func or(s, otherwise string) string {
-	if s == "" {
-		return otherwise
-	}
-	return s
+	fmt.Fprintln(w, buildinfo.Current().Line("sidesync"))
 }
