@@ -72,7 +72,7 @@ func osm() Entry {
 // istio (SIDECARS.md 3): readiness through Envoy's status listener 15021 (it proves Envoy
 // serves); quit through the agent on 15020, loopback only: since Istio 1.21 it kills Envoy at
 // once (no drain; only SIGTERM drains) and exits 0. The injector adds a native sidecar by
-// default since 1.28 when every node runs Kubernetes 1.33+ (SIDECARS.md 13).
+// default since 1.28 when every node runs Kubernetes 1.33+ (KUBERNETES.md 7).
 func istio() Entry {
 	nativeMark := annotation("sidecar.istio.io/nativeSidecar", "true")
 	return Entry{Name: "istio", Title: "Istio",
@@ -262,7 +262,7 @@ func generic(name, notes, readyWhen, quitWith string) Entry {
 }
 
 // airflowXCom is the container Airflow's KubernetesPodOperator adds to read a task's XCom
-// result; the operator stops it itself once the base container has ended (SIDECARS.md 14).
+// result; the operator stops it itself once the base container has ended (SIDECARS.md 16).
 func airflowXCom() Entry {
 	return Entry{Name: "airflow-xcom", Title: "Airflow's XCom sidecar",
 		StoppedBy:  "Airflow's KubernetesPodOperator, which stops it after the task's container ends",
@@ -270,7 +270,7 @@ func airflowXCom() Entry {
 }
 
 // tektonSidecars are the sidecars of a Tekton TaskRun's pod, named "sidecar-" and the Task's
-// name; Tekton stops them once the last step has ended (SIDECARS.md 14).
+// name; Tekton stops them once the last step has ended (SIDECARS.md 16).
 func tektonSidecars() Entry {
 	return Entry{Name: "tekton-sidecar", Title: "a Tekton Task's sidecar",
 		StoppedBy:  "Tekton, which stops a TaskRun's sidecars after its last step",

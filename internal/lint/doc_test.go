@@ -1,0 +1,28 @@
+package lint
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/sidesync/sidesync/internal/gendoc"
+)
+
+var update = flag.Bool("update", false, "rewrite README.md's generated table of lint rules")
+
+// TestREADMERules: the README's table of lint rules is Rules rendered (go generate
+// ./internal/lint), so that a rule added or changed shows there.
+func TestREADMERules(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("<!-- generated from internal/lint by `go generate ./internal/lint`: edit Rules there -->\n")
+	b.WriteString("| rule | severity | finds |\n| --- | --- | --- |\n")
+	seen := map[string]bool{}
+	for _, r := range Rules() {
+		if seen[r.Rule] {
+			t.Errorf("rule %s documented twice", r.Rule)
+		}
+		seen[r.Rule] = true
+		b.WriteString("| `" + r.Rule + "` | " + r.Severity + " | " + r.Finds + " |\n")
+	}
+	gendoc.Check(t, "../../README.md", "lint-rules", b.String()+"\n", "go generate ./internal/lint", *update)
+}
