@@ -13,18 +13,19 @@ import (
 
 // quitOutcome is the result of the quit phase.
 type quitOutcome struct {
-	// state is "ok", "failed", or why nothing was sent: "none to quit", "skipped (never)",
-	// "skipped (on-success)", "skipped (restart)"; "" when the phase did not run.
-	state string
+	state quitState
 	took  time.Duration
 }
 
 // quitSkip is why the quit phase sends nothing; the zero value sends.
 type quitSkip struct {
-	state string // the summary's quit field: "skipped (never)", ...
-	msg   string // the one log line that says why
+	state quitState // the summary's quit field (quitSkippedNever, ...); zero when the quit is sent
+	msg   string    // the one log line that says why
 	attrs []any
 }
+
+// sends reports whether nothing stops the quit.
+func (q quitSkip) sends() bool { return q.state == quitNotRun }
 
 // restartRules is what says whether the kubelet restarts this container in place after it
 // exits, and where it comes from for the log.
@@ -42,14 +43,14 @@ type restartRules struct {
 func quitWanted(policy config.QuitPolicy, rr restartRules, o outcome) quitSkip {
 	switch {
 	case policy == config.QuitNever:
-		return quitSkip{"skipped (never)", "not telling the sidecars to quit", []any{"policy", policy}}
+		return quitSkip{quitSkippedNever, "not telling the sidecars to quit", []any{"policy", policy}}
 	case policy == config.QuitOnSuccess && !(o.run.started && o.run.status.Signal == 0 && o.run.status.Code == 0):
-		return quitSkip{"skipped (on-success)", "not telling the sidecars to quit: the command did not succeed", []any{"policy", policy}}
+		return quitSkip{quitSkippedOnSuccess, "not telling the sidecars to quit: the command did not succeed", []any{"policy", policy}}
 	}
 	code := exitCode(o)
 	if restarts, why := rr.spec.Restarts(code); restarts {
 		msg := fmt.Sprintf("not telling the sidecars to quit: the kubelet restarts this container in place after exit %d (%s)", code, why)
-		return quitSkip{"skipped (restart)", msg, []any{"from", rr.from}}
+		return quitSkip{quitSkippedRestart, msg, []any{"from", rr.from}}
 	}
 	return quitSkip{}
 }
@@ -62,15 +63,15 @@ func (s *session) quitPhase(ctx context.Context, p plan, skip quitSkip) quitOutc
 	targets := s.quitTargets(p.sidecars)
 	switch {
 	case s.cfg.Disabled || len(targets) == 0:
-		return quitOutcome{state: "none to quit"}
-	case skip.state != "":
+		return quitOutcome{state: quitNone}
+	case !skip.sends():
 		s.log.Info(skip.msg, skip.attrs...)
 		return quitOutcome{state: skip.state}
 	}
 	started := time.Now()
-	q := quitOutcome{state: "ok"}
+	q := quitOutcome{state: quitOK}
 	if !s.quitAll(ctx, targets) {
-		q.state = "failed"
+		q.state = quitFailed
 	}
 	q.took = time.Since(started)
 	return q

@@ -13,8 +13,8 @@ import (
 // plan is what the resolve phase decided: the sidecars this run handles.
 type plan struct {
 	sidecars []sidecar.Sidecar
-	// detected is set when detection ran: what it found, for the summary ("none found").
-	detected string
+	// detected is what detection found, when it ran, for the summary.
+	detected detectState
 	// missing is set when no sidecar was found and --require-sidecar makes that fatal: the run
 	// stops with 69 without starting the command.
 	missing bool
@@ -54,10 +54,10 @@ func (s *session) detect(ctx context.Context) plan {
 		}
 	}
 	if len(r.Found) > 0 {
-		p.detected = "detected"
+		p.detected = detectFound
 		return p
 	}
-	p.detected = "none found"
+	p.detected = detectNoneFound
 	tried := strings.Join(r.Tried, "; ")
 	switch {
 	case s.cfg.RequireSidecar:
