@@ -47,14 +47,19 @@ type Result struct {
 // in place (Result.Restart).
 func Detect(ctx context.Context, o Options) Result {
 	var r Result
-	if ann, labels, ok := readPodInfo(o.PodInfoDir); ok {
-		if found := r.fromAnnotations(ann, labels, nil, o.LookupEnv); len(found) > 0 {
+	pi := ReadPodInfo(ctx, o.PodInfoDir)
+	r.Warnings = append(r.Warnings, pi.Warnings...)
+	switch {
+	case !pi.Found:
+		r.Tried = append(r.Tried, "no downward-API volume at "+o.PodInfoDir)
+	case len(pi.Warnings) > 0 && len(pi.Annotations) == 0 && len(pi.Labels) == 0:
+		r.Tried = append(r.Tried, "the downward-API volume at "+o.PodInfoDir+" could not be used")
+	default:
+		if found := r.fromAnnotations(pi.Annotations, pi.Labels, nil, o.LookupEnv); len(found) > 0 {
 			r.Found, r.Source, r.Tried = found, "pod annotations in "+o.PodInfoDir, nil
 			return r
 		}
 		r.Tried = append(r.Tried, "pod annotations in "+o.PodInfoDir+" name no injected sidecar")
-	} else {
-		r.Tried = append(r.Tried, "no downward-API volume at "+o.PodInfoDir)
 	}
 	if !o.KubeAPI {
 		r.Tried = append(r.Tried, "Kubernetes API not asked (--kube-api=false)")
