@@ -122,11 +122,16 @@ func (s *session) quitOne(ctx context.Context, sc sidecar.Sidecar) bool {
 		Timeout:        s.cfg.QuitTimeout,
 		Backoff:        sidecar.Limit(sidecar.Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, s.cfg.QuitRetries),
 		Logger:         log,
+		// After a stop signal the pod is being deleted, and the kubelet stops the sidecar at the
+		// same moment: nothing listening then means it is gone, not that it must be retried.
+		RefusedMeansGone: s.signals.gotStop(),
 	})
 	switch {
 	case err != nil:
 		log.Warn("sidecar quit failed", "url", quitURLOf(sc.Quit), "err", err)
 		return false
+	case res.Gone:
+		log.Info("sidecar already gone: nothing listens, as the pod is being stopped", "url", res.URL, "took", res.Took)
 	case res.Closed:
 		log.Info("sidecar quit: it closed the connection after the request", "url", res.URL, "took", res.Took, "attempts", res.Attempts)
 	default:
