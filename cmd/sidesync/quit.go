@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -93,6 +94,12 @@ func (s *session) quitTargets(scs []sidecar.Sidecar) []sidecar.Sidecar {
 		}
 	}
 	return out
+}
+
+// hasQuitTargets reports, without a word in the log, whether the quit phase would tell a sidecar
+// to quit, policies aside: a wait for peers is for nothing otherwise.
+func (s *session) hasQuitTargets(p plan) bool {
+	return !s.cfg.Disabled && slices.ContainsFunc(p.sidecars, func(sc sidecar.Sidecar) bool { return sc.Quit != nil && !sc.Native })
 }
 
 // quitAll sends every quit call at once, each bounded by the quit timeout, so that one slow

@@ -32,10 +32,11 @@ const (
 	quitSkippedNever                      // --quit never
 	quitSkippedOnSuccess                  // --quit on-success and the command did not succeed
 	quitSkippedRestart                    // the kubelet restarts this container in place
+	quitSkippedPeers                      // another wrapped container of the pod still runs
 )
 
 var quitWords = [...]string{"", "ok", "failed", "none to quit", "skipped (never)", "skipped (on-success)",
-	"skipped (restart)"}
+	"skipped (restart)", "skipped (peers)"}
 
 func (s quitState) String() string { return quitWords[s] }
 

@@ -14,7 +14,7 @@ func TestStateWords(t *testing.T) {
 		waitNotRun: "", waitReady: "ready", waitNotReady: "not ready", waitStopped: "stopped", waitDisabled: "disabled",
 		waitNotWaited: "not waited for", waitNothing: "nothing to wait for",
 		quitNotRun: "", quitOK: "ok", quitFailed: "failed", quitNone: "none to quit", quitSkippedNever: "skipped (never)",
-		quitSkippedOnSuccess: "skipped (on-success)", quitSkippedRestart: "skipped (restart)",
+		quitSkippedOnSuccess: "skipped (on-success)", quitSkippedRestart: "skipped (restart)", quitSkippedPeers: "skipped (peers)",
 		detectNotRun: "", detectFound: "detected", detectNoneFound: "none found",
 	}
 	for s, words := range want {
