@@ -267,3 +267,32 @@ func TestPeersUsage(t *testing.T) {
 	mustContain(t, r.stderr, `--peers "main,wait" names several wrapped containers: --state-dir (SIDESYNC_STATE_DIR) must name`,
 		`SIDESYNC_CONTAINER="app" is not among --peers "main,wait"`)
 }
+
+// TestPeersStateDirFaults: a state directory that is not there (the volume is not mounted)
+// cannot hold this container's mark: one warning, and the container quits the sidecars when its
+// own command ends. A peer's mark that cannot be understood counts as running: the sidecars stay.
+func TestPeersStateDirFaults(t *testing.T) {
+	t.Run("missing", func(t *testing.T) {
+		e := startEmu(t)
+		missing := filepath.Join(t.TempDir(), "not-mounted")
+		r := sidesync(t, peer(missing, "main"), "--admin", e.admin(), "--", bin.testcmd, "exit", "0")
+		if r.code != 0 {
+			t.Errorf("exit %d; stderr:\n%s", r.code, r.stderr)
+		}
+		mustContain(t, r.stderr, "WARN cannot mark this container running among its peers: it tells the sidecars to quit when its own command ends",
+			"state_dir="+missing)
+		mustQuitOnce(t, e, r.stderr)
+	})
+	t.Run("a peer's mark is garbage", func(t *testing.T) {
+		e := startEmu(t)
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "wait"), []byte("\x00garbage"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := sidesync(t, peer(dir, "main"), "--admin", e.admin(), "--", bin.testcmd, "exit", "0")
+		if r.code != 0 {
+			t.Errorf("exit %d; stderr:\n%s", r.code, r.stderr)
+		}
+		mustNotQuit(t, r.stderr, "wait")
+	})
+}
