@@ -49,9 +49,11 @@ func TestPodInfoHostileFiles(t *testing.T) {
 			tt.make(t, path)
 			before := bytesRead(t)
 			r := detectWithin(t, Options{PodInfoDir: dir, LookupEnv: noEnv})
-			if read := bytesRead(t) - before; read > tt.bytes+64<<10 {
+			read := bytesRead(t) - before
+			if read > tt.bytes+64<<10 {
 				t.Errorf("read %d bytes, want at most %d (+64 KiB for the labels file and the test)", read, tt.bytes)
 			}
+			t.Logf("%d bytes read in all", read)
 			if want := "downward-API file " + path + ": " + tt.want; !strings.Contains(strings.Join(r.Warnings, "\n"), want) {
 				t.Errorf("warnings %q, want one with %q", r.Warnings, want)
 			}
@@ -71,9 +73,11 @@ func TestPodInfoMemory(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	pi := ReadPodInfo(context.Background(), dir)
 	runtime.ReadMemStats(&after)
-	if got := after.TotalAlloc - before.TotalAlloc; got > 2*MaxPodInfoFile {
+	got := after.TotalAlloc - before.TotalAlloc
+	if got > 2*MaxPodInfoFile {
 		t.Errorf("allocated %d bytes, want at most %d", got, 2*MaxPodInfoFile)
 	}
+	t.Logf("allocated %d bytes", got)
 	if !pi.Found || len(pi.Annotations) != 0 || len(pi.Warnings) != 1 {
 		t.Errorf("got %+v, want the volume found, no annotations and one warning", pi)
 	}
