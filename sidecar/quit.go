@@ -48,6 +48,12 @@ type QuitOptions struct {
 	Timeout        time.Duration // the whole call; zero means DefaultQuitTimeout
 	Backoff        Backoff       // delays between attempts; nil means DefaultQuitBackoff()
 	Logger         *slog.Logger  // nil means no logs
+	// RefusedMeansGone takes a refused connection (nothing listens at the URL, nor at any of the
+	// Alternates) as a sidecar that is already gone: Quit succeeds at once, without retries,
+	// with QuitResult.Gone set. Set it when the pod is being deleted: the kubelet stops the
+	// sidecar at the same moment it sends the app SIGTERM, so a refused quit then is the outcome
+	// that was asked for, not a failure to retry and warn about.
+	RefusedMeansGone bool
 }
 
 // DefaultQuitBackoff is the retry policy of Quit: 3 retries, 100 ms, 200 ms, 400 ms apart.
@@ -63,7 +69,10 @@ type QuitResult struct {
 	// Closed is set when no answer came because the connection was reset or closed right after
 	// the request, or refused after an earlier attempt reached the sidecar: it went away, which
 	// is what was asked.
-	Closed   bool
+	Closed bool
+	// Gone is set when the connection was refused and QuitOptions.RefusedMeansGone says that
+	// means the sidecar has already gone.
+	Gone     bool
 	Attempts int
 	Took     time.Duration
 }
@@ -218,6 +227,9 @@ func (q *quitter) outcome(url string, resp *httpc.Response, err error) (QuitResu
 		return res, retry, &StatusError{Code: c, Status: resp.Status, Body: res.Body}
 	case httpc.ClosedAfterSend(err), httpc.Refused(err) && q.reached:
 		res.Closed = true
+		return res, false, nil
+	case httpc.Refused(err) && q.opts.RefusedMeansGone:
+		res.Gone = true
 		return res, false, nil
 	default:
 		var he *httpc.Error

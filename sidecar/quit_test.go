@@ -182,6 +182,26 @@ func TestQuitGoneAfterSend(t *testing.T) {
 	}
 }
 
+// TestQuitRefusedMeansGone: with RefusedMeansGone (the pod is being deleted), a refused quit is
+// a sidecar already gone: success at once, one attempt, no retry; only once the URL and every
+// alternate refused. Without it, a refusal is retried and fails.
+func TestQuitRefusedMeansGone(t *testing.T) {
+	o := quickRetries()
+	o.RefusedMeansGone = true
+	res, err := Quit(context.Background(), Call{URL: closedURL(t) + "/quitquitquit", Alternates: []string{closedURL(t) + "/quitquitquit"}}, o)
+	if err != nil || !res.Gone || res.Closed || res.Attempts != 1 {
+		t.Errorf("Quit = %+v, %v; want gone after one attempt", res, err)
+	}
+	srv, n := quitServer(t, 200, "OK\n")
+	res, err = Quit(context.Background(), Call{URL: closedURL(t) + "/quitquitquit", Alternates: []string{srv.URL + "/quitquitquit"}}, o)
+	if err != nil || res.Gone || res.StatusCode != 200 || n.Load() != 1 {
+		t.Errorf("Quit = %+v, %v; want the alternate to take it", res, err)
+	}
+	if res, err := Quit(context.Background(), EnvoyQuit(closedURL(t)), quickRetries()); err == nil || res.Gone || res.Attempts != 4 {
+		t.Errorf("without the option: Quit = %+v, %v; want refused after 4 attempts", res, err)
+	}
+}
+
 // TestQuitHeaders: headers are sent, and secret ones never appear in errors.
 func TestQuitHeaders(t *testing.T) {
 	got := make(chan string, 1)

@@ -155,3 +155,43 @@ func TestFaultSignalBurst(t *testing.T) {
 		}
 	})
 }
+
+// TestFaultPodDeletion: deleting a pod stops its sidecar at the same moment sidesync gets
+// SIGTERM. A quit that then finds nothing listening is the sidecar already gone: one INFO line,
+// no retries, no warning, quit=ok. It was four refused attempts and a WARN. Here the sidecar is
+// killed first (the kubelet's order is not known), then sidesync gets SIGTERM, while the command
+// runs (forwarded: the command dies of it) and while it waits for the sidecar.
+func TestFaultPodDeletion(t *testing.T) {
+	t.Run("while the command runs", func(t *testing.T) {
+		e := startEmu(t)
+		r := startSidesync(t, nil, "--admin", e.admin(), "--", bin.testcmd, "block")
+		next(t, r.stdout, "started")
+		e.Kill()
+		e.waitExit()
+		r.signal(syscall.SIGTERM)
+		if code := r.exit(); code != 143 {
+			t.Errorf("exit %d, want 143 (the command's death by SIGTERM); stderr:\n%s", code, r.stderr)
+		}
+		checkGone(t, r.stderr.String())
+	})
+	t.Run("while waiting", func(t *testing.T) {
+		r := startSidesync(t, nil, "--admin", closedAdmin(t), "--", bin.testcmd, "exit", "0")
+		r.stderr.await(t, "connection refused")
+		r.signal(syscall.SIGTERM)
+		if code := r.exit(); code != 143 {
+			t.Errorf("exit %d, want 143; stderr:\n%s", code, r.stderr)
+		}
+		checkGone(t, r.stderr.String())
+	})
+}
+
+// checkGone checks a log for one quit that found the sidecar gone and said so at INFO.
+func checkGone(t *testing.T, log string) {
+	t.Helper()
+	mustContain(t, log, "INFO sidecar already gone: nothing listens, as the pod is being stopped", `quit=ok`)
+	for _, bad := range []string{"retrying", "sidecar quit failed", "WARN telling"} {
+		if strings.Contains(log, bad) {
+			t.Errorf("log has %q:\n%s", bad, log)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -31,7 +30,7 @@ import (
 func TestStopSignalBeforeStart(t *testing.T) {
 	ctx, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
-	s := &signals{log: slog.New(slog.DiscardHandler), stop: stop, ready: make(chan struct{})}
+	s := newSignals(stop)
 	close(s.ready)             // as if signal.Notify had returned
 	s.deliver(syscall.SIGUSR1) // not a stop signal: ignored before the start
 	if ctx.Err() != nil {

@@ -69,7 +69,9 @@ func install(dir string) (int64, error) {
 
 // checkInstallDir refuses a dir that does not exist rather than create it: dir is meant to be
 // a volume, and a copy made into the container's own filesystem because the volume is not
-// mounted would vanish with the container while the init container reports success.
+// mounted would vanish with the container while the init container reports success. It also
+// refuses a dir whose "sidesync" is a directory, before copying anything: the rename would fail
+// with a bare "file exists" that does not say which file is in the way.
 func checkInstallDir(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
@@ -79,6 +81,10 @@ func checkInstallDir(dir string) error {
 		return err
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)
+	}
+	target := filepath.Join(dir, installName)
+	if fi, err := os.Lstat(target); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory, not the binary: remove it, or install into another directory", target)
 	}
 	return nil
 }

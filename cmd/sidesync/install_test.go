@@ -67,6 +67,21 @@ func TestInstallRefuses(t *testing.T) {
 			t.Errorf("install left %d files behind, want only the one there before", len(entries)-1)
 		}
 	})
+	t.Run("DIR/sidesync is a directory", func(t *testing.T) {
+		dir := t.TempDir()
+		target := filepath.Join(dir, "sidesync")
+		if err := os.Mkdir(target, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		r := sidesync(t, nil, "install", dir)
+		want := "sidesync: install: " + target + " is a directory, not the binary: remove it, or install into another directory\n"
+		if r.code != 73 || r.stderr != want {
+			t.Errorf("exit %d, stderr %q; want 73 and %q", r.code, r.stderr, want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("install left %d files behind, want only the directory there before", len(entries)-1)
+		}
+	})
 	t.Run("usage", func(t *testing.T) {
 		for _, args := range [][]string{{}, {"a", "b"}, {"--dir=x"}, {""}} {
 			if r := sidesync(t, nil, append([]string{"install"}, args...)...); r.code != 2 || !strings.Contains(r.stderr, "one argument") {

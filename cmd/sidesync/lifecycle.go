@@ -35,10 +35,12 @@ type outcome struct {
 
 // wrap is sidesync's main job, the story of one run: find the sidecars, wait until they are
 // ready, run the command, tell the sidecars to quit (unless the kubelet restarts this container
-// in place after this exit), and exit with the command's code. A stop signal cancels ctx; the
-// quit phase runs on regardless, so that the pod can complete.
+// in place after this exit, or another wrapped container of the pod still runs), and exit with
+// the command's code. A stop signal cancels ctx; the quit phase runs on regardless, so that the
+// pod can complete.
 func (s *session) wrap(ctx context.Context, o outcome) int {
 	s.becomeReaper()
+	team := s.joinPeers(ctx)
 	o.plan = s.resolve(ctx)
 	if !o.plan.missing {
 		o.wait = s.waitPhase(ctx, o.plan)
@@ -47,7 +49,8 @@ func (s *session) wrap(ctx context.Context, o outcome) int {
 		}
 	}
 	o.stop = stopSignal(ctx)
-	o.quit = s.quitPhase(context.WithoutCancel(ctx), o.plan, quitWanted(s.cfg.QuitPolicy, s.restartRulesFor(o.plan), o))
+	skip := s.peersLetQuit(team, o, quitWanted(s.cfg.QuitPolicy, s.restartRulesFor(o.plan), o))
+	o.quit = s.quitPhase(context.WithoutCancel(ctx), o.plan, skip)
 	return s.finish(o)
 }
 

@@ -10,19 +10,20 @@ import (
 	"strings"
 )
 
-// command is the command line to run: the one after "--", else the one that --platform-commands
-// gives for the platform sidesync runs on (an image whose entrypoint differs by platform, which
-// `kubectl sidesync inject` resolved from the registry; nothing follows "--" then).
-func (s *session) command() ([]string, error) {
+// command decides, once, the command line to run: the one after "--", else the one that
+// --platform-commands gives for the platform sidesync runs on (an image whose entrypoint differs
+// by platform, which `kubectl sidesync inject` resolved from the registry; nothing follows "--"
+// then). Everything after looks at what it returns, never at the configuration again.
+func (s *session) command() (command, error) {
 	if len(s.cfg.Command) > 0 || s.cfg.PlatformCommands == nil {
-		return s.cfg.Command, nil
+		return command{argv: s.cfg.Command}, nil
 	}
 	argv, platform, err := pickPlatform(s.cfg.PlatformCommands, platformCandidates(runtime.GOOS, runtime.GOARCH, armVersion()))
 	if err != nil {
-		return nil, err
+		return command{}, err
 	}
 	s.log.Info("running the command of this platform", "platform", platform)
-	return slices.Clone(argv), nil
+	return command{argv: slices.Clone(argv), platform: platform}, nil
 }
 
 // noPlatformError is a platform-commands map without an entry for this platform: as for a

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,18 +14,19 @@ import (
 
 // quitOutcome is the result of the quit phase.
 type quitOutcome struct {
-	// state is "ok", "failed", or why nothing was sent: "none to quit", "skipped (never)",
-	// "skipped (on-success)", "skipped (restart)"; "" when the phase did not run.
-	state string
+	state quitState
 	took  time.Duration
 }
 
 // quitSkip is why the quit phase sends nothing; the zero value sends.
 type quitSkip struct {
-	state string // the summary's quit field: "skipped (never)", ...
-	msg   string // the one log line that says why
+	state quitState // the summary's quit field (quitSkippedNever, ...); zero when the quit is sent
+	msg   string    // the one log line that says why
 	attrs []any
 }
+
+// sends reports whether nothing stops the quit.
+func (q quitSkip) sends() bool { return q.state == quitNotRun }
 
 // restartRules is what says whether the kubelet restarts this container in place after it
 // exits, and where it comes from for the log.
@@ -42,14 +44,14 @@ type restartRules struct {
 func quitWanted(policy config.QuitPolicy, rr restartRules, o outcome) quitSkip {
 	switch {
 	case policy == config.QuitNever:
-		return quitSkip{"skipped (never)", "not telling the sidecars to quit", []any{"policy", policy}}
+		return quitSkip{quitSkippedNever, "not telling the sidecars to quit", []any{"policy", policy}}
 	case policy == config.QuitOnSuccess && !(o.run.started && o.run.status.Signal == 0 && o.run.status.Code == 0):
-		return quitSkip{"skipped (on-success)", "not telling the sidecars to quit: the command did not succeed", []any{"policy", policy}}
+		return quitSkip{quitSkippedOnSuccess, "not telling the sidecars to quit: the command did not succeed", []any{"policy", policy}}
 	}
 	code := exitCode(o)
 	if restarts, why := rr.spec.Restarts(code); restarts {
 		msg := fmt.Sprintf("not telling the sidecars to quit: the kubelet restarts this container in place after exit %d (%s)", code, why)
-		return quitSkip{"skipped (restart)", msg, []any{"from", rr.from}}
+		return quitSkip{quitSkippedRestart, msg, []any{"from", rr.from}}
 	}
 	return quitSkip{}
 }
@@ -62,15 +64,15 @@ func (s *session) quitPhase(ctx context.Context, p plan, skip quitSkip) quitOutc
 	targets := s.quitTargets(p.sidecars)
 	switch {
 	case s.cfg.Disabled || len(targets) == 0:
-		return quitOutcome{state: "none to quit"}
-	case skip.state != "":
+		return quitOutcome{state: quitNone}
+	case !skip.sends():
 		s.log.Info(skip.msg, skip.attrs...)
 		return quitOutcome{state: skip.state}
 	}
 	started := time.Now()
-	q := quitOutcome{state: "ok"}
+	q := quitOutcome{state: quitOK}
 	if !s.quitAll(ctx, targets) {
-		q.state = "failed"
+		q.state = quitFailed
 	}
 	q.took = time.Since(started)
 	return q
@@ -92,6 +94,12 @@ func (s *session) quitTargets(scs []sidecar.Sidecar) []sidecar.Sidecar {
 		}
 	}
 	return out
+}
+
+// hasQuitTargets reports, without a word in the log, whether the quit phase would tell a sidecar
+// to quit, policies aside: a wait for peers is for nothing otherwise.
+func (s *session) hasQuitTargets(p plan) bool {
+	return !s.cfg.Disabled && slices.ContainsFunc(p.sidecars, func(sc sidecar.Sidecar) bool { return sc.Quit != nil && !sc.Native })
 }
 
 // quitAll sends every quit call at once, each bounded by the quit timeout, so that one slow
@@ -121,11 +129,16 @@ func (s *session) quitOne(ctx context.Context, sc sidecar.Sidecar) bool {
 		Timeout:        s.cfg.QuitTimeout,
 		Backoff:        sidecar.Limit(sidecar.Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, s.cfg.QuitRetries),
 		Logger:         log,
+		// After a stop signal the pod is being deleted, and the kubelet stops the sidecar at the
+		// same moment: nothing listening then means it is gone, not that it must be retried.
+		RefusedMeansGone: s.signals.gotStop(),
 	})
 	switch {
 	case err != nil:
 		log.Warn("sidecar quit failed", "url", quitURLOf(sc.Quit), "err", err)
 		return false
+	case res.Gone:
+		log.Info("sidecar already gone: nothing listens, as the pod is being stopped", "url", res.URL, "took", res.Took)
 	case res.Closed:
 		log.Info("sidecar quit: it closed the connection after the request", "url", res.URL, "took", res.Took, "attempts", res.Attempts)
 	default:

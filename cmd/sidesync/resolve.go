@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/contract"
 	"github.com/sidesync/sidesync/internal/detect"
 	"github.com/sidesync/sidesync/internal/redact"
 	"github.com/sidesync/sidesync/internal/restart"
@@ -13,8 +14,8 @@ import (
 // plan is what the resolve phase decided: the sidecars this run handles.
 type plan struct {
 	sidecars []sidecar.Sidecar
-	// detected is set when detection ran: what it found, for the summary ("none found").
-	detected string
+	// detected is what detection found, when it ran, for the summary.
+	detected detectState
 	// missing is set when no sidecar was found and --require-sidecar makes that fatal: the run
 	// stops with 69 without starting the command.
 	missing bool
@@ -40,7 +41,7 @@ func (s *session) resolve(ctx context.Context) plan {
 func (s *session) detect(ctx context.Context) plan {
 	r := detect.Detect(ctx, detect.Options{
 		PodInfoDir: s.cfg.PodInfoDir, KubeAPI: s.cfg.KubeAPI, ServiceAccountDir: s.cfg.ServiceAccountDir,
-		LookupEnv: s.lookupEnv,
+		LookupEnv: s.detectEnv,
 	})
 	p := s.restartFromPod(r)
 	for _, w := range r.Warnings {
@@ -54,10 +55,10 @@ func (s *session) detect(ctx context.Context) plan {
 		}
 	}
 	if len(r.Found) > 0 {
-		p.detected = "detected"
+		p.detected = detectFound
 		return p
 	}
-	p.detected = "none found"
+	p.detected = detectNoneFound
 	tried := strings.Join(r.Tried, "; ")
 	switch {
 	case s.cfg.RequireSidecar:
@@ -75,6 +76,16 @@ func (s *session) detect(ctx context.Context) plan {
 	return p
 }
 
+// detectEnv is the environment as detection sees it: SIDESYNC_CONTAINER is this container's
+// name as the configuration settled it (--container, SIDESYNC_CONTAINER, POD_CONTAINER_NAME), so
+// that the flag, too, says whose restart rules to read from the pod.
+func (s *session) detectEnv(name string) (string, bool) {
+	if name == contract.Env(contract.FlagContainer) && s.cfg.Container != "" {
+		return s.cfg.Container, true
+	}
+	return s.lookupEnv(name)
+}
+
 // restartFromPod starts the plan with what detection read from the pod about restarting this
 // container, and says it when no setting does.
 func (s *session) restartFromPod(r detect.Result) plan {
@@ -82,7 +93,7 @@ func (s *session) restartFromPod(r detect.Result) plan {
 	switch {
 	case s.cfg.Restart.Known():
 	case r.RestartNote != "":
-		s.log.Info(r.RestartNote, "fix", "set SIDESYNC_CONTAINER to this container's name, or SIDESYNC_RESTART_POLICY and SIDESYNC_RESTART_RULES")
+		s.log.Info(r.RestartNote, "fix", "set --container (SIDESYNC_CONTAINER) to this container's name, or SIDESYNC_RESTART_POLICY and SIDESYNC_RESTART_RULES")
 	case r.Restart.Known():
 		s.log.Debug("restart rules read from the pod", "from", r.RestartFrom, "policy", r.Restart.Policy, "rules", len(r.Restart.Rules))
 	}

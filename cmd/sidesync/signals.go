@@ -53,6 +53,10 @@ func (e *signalError) Error() string { return "received " + child.SignalName(e.s
 type signals struct {
 	chans []chan os.Signal // one per forwarded signal, of one slot each
 	ready chan struct{}    // closed once signals are caught
+	// stopped is closed at the first stop signal, whenever it comes: before the command started
+	// (the run stops) or while it runs (it is forwarded). Either way the pod is being deleted.
+	stopped  chan struct{}
+	stopOnce sync.Once
 
 	mu     sync.Mutex
 	log    *slog.Logger
@@ -66,10 +70,7 @@ type signals struct {
 // thread per signal (about 0.2 ms each on a small VM), so it runs alongside the parsing of the
 // configuration and the resolve phase; await is called before the wait and the start.
 func listen(stop context.CancelCauseFunc) *signals {
-	s := &signals{stop: stop, log: slog.New(slog.DiscardHandler), ready: make(chan struct{})}
-	for range forwarded {
-		s.chans = append(s.chans, make(chan os.Signal, 1))
-	}
+	s := newSignals(stop)
 	go func() {
 		for i, sig := range forwarded {
 			signal.Notify(s.chans[i], sig)
@@ -80,8 +81,33 @@ func listen(stop context.CancelCauseFunc) *signals {
 	return s
 }
 
+// newSignals is the owner of signal delivery for a run whose context stop cancels, before it
+// catches anything (listen).
+func newSignals(stop context.CancelCauseFunc) *signals {
+	s := &signals{stop: stop, log: slog.New(slog.DiscardHandler), ready: make(chan struct{}), stopped: make(chan struct{})}
+	for range forwarded {
+		s.chans = append(s.chans, make(chan os.Signal, 1))
+	}
+	return s
+}
+
 // await waits until signals are caught.
 func (s *signals) await() { <-s.ready }
+
+// stopRequested is closed once a stop signal (TERM, INT, HUP or QUIT) has come, before the
+// command started or while it ran: on a kubelet, the pod is being deleted and its sidecars are
+// being stopped too.
+func (s *signals) stopRequested() <-chan struct{} { return s.stopped }
+
+// gotStop reports whether a stop signal has come (see stopRequested).
+func (s *signals) gotStop() bool {
+	select {
+	case <-s.stopped:
+		return true
+	default:
+		return false
+	}
+}
 
 // configure sets what the configuration decides: the log, and whether to forward to the
 // command's whole process group.
@@ -108,6 +134,9 @@ func (s *signals) loop() {
 func (s *signals) deliver(sig syscall.Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if stopsRun(sig) {
+		s.stopOnce.Do(func() { close(s.stopped) })
+	}
 	switch {
 	case s.target != nil:
 		s.log.Info("forwarding signal", "signal", child.SignalName(sig), "group", s.group)

@@ -27,7 +27,7 @@ func exitCode(o outcome) int {
 		return o.run.status.ExitCode()
 	case o.wait.err != nil && !o.wait.tolerated:
 		return exitUnavailable
-	case o.sub.name == "quit" && o.quit.state == "failed":
+	case o.sub.name == "quit" && o.quit.state == quitFailed:
 		return exitUnavailable
 	}
 	return 0
@@ -38,7 +38,7 @@ func what(o outcome) string {
 	switch {
 	case o.plan.missing:
 		return "no sidecar found (--require-sidecar)"
-	case o.stop != nil && o.wait.state == "stopped":
+	case o.stop != nil && o.wait.state == waitStopped:
 		return o.stop.Error() + " while waiting"
 	case o.stop != nil:
 		return o.stop.Error() + " before the command started"
@@ -54,10 +54,10 @@ func what(o outcome) string {
 
 // sidecarState is the sidecars' part of the summary: "ready", "not ready", "none found", ...
 func sidecarState(o outcome) string {
-	if o.plan.detected == "none found" {
-		return o.plan.detected
+	if o.plan.detected == detectNoneFound {
+		return o.plan.detected.String()
 	}
-	return o.wait.state
+	return o.wait.state.String()
 }
 
 // finish logs the one-line summary, appends it to the termination log, and returns the exit
@@ -65,7 +65,7 @@ func sidecarState(o outcome) string {
 func (s *session) finish(o outcome) int {
 	code := exitCode(o)
 	s.log.Info("done", "exit", code, "outcome", what(o), "sidecar", sidecarState(o), "waited", o.wait.waited,
-		"ran", o.run.ran, "quit", o.quit.state, "quit_took", o.quit.took, "total", time.Since(s.start))
+		"ran", o.run.ran, "quit", o.quit.state.String(), "quit_took", o.quit.took, "total", time.Since(s.start))
 	if s.cfg.TerminationLog == "" {
 		return code
 	}
@@ -82,7 +82,7 @@ func summaryLine(o outcome, code int) string {
 		parts = append(parts, fmt.Sprintf("sidecar %s after %v", st, logfmt.Round(o.wait.waited)))
 	}
 	parts = append(parts, fmt.Sprintf("ran %v", logfmt.Round(o.run.ran)))
-	if o.quit.state != "" {
+	if o.quit.state != quitNotRun {
 		parts = append(parts, fmt.Sprintf("quit %s in %v", o.quit.state, logfmt.Round(o.quit.took)))
 	}
 	return strings.Join(parts, "; ")

@@ -16,9 +16,7 @@ var errOtherFailed = errors.New("another sidecar never became ready")
 
 // waitOutcome is the result of the wait phase.
 type waitOutcome struct {
-	// state is "ready", "not ready", "stopped" (by a signal), or why there was no wait:
-	// "disabled", "not waited for", "nothing to wait for"; "" when the phase did not run.
-	state  string
+	state  waitState
 	err    error // the first sidecar that did not become ready, naming it
 	waited time.Duration
 	// tolerated is set when a sidecar did not become ready and --on-timeout start-anyway says
@@ -34,28 +32,28 @@ func (w waitOutcome) letsStart() bool { return w.err == nil || w.tolerated }
 func (s *session) waitPhase(ctx context.Context, p plan) waitOutcome {
 	switch {
 	case s.cfg.Disabled:
-		return waitOutcome{state: "disabled"}
+		return waitOutcome{state: waitDisabled}
 	case !s.cfg.Wait:
 		s.log.Info("not waiting for the sidecars", "sidecars", len(p.sidecars))
-		return waitOutcome{state: "not waited for"}
+		return waitOutcome{state: waitNotWaited}
 	}
 	targets := s.waitTargets(p.sidecars)
 	if len(targets) == 0 {
-		return waitOutcome{state: "nothing to wait for"}
+		return waitOutcome{state: waitNothing}
 	}
 	start := time.Now()
 	err := s.waitAll(ctx, targets)
-	w := waitOutcome{state: "ready", err: err, waited: time.Since(start)}
+	w := waitOutcome{state: waitReady, err: err, waited: time.Since(start)}
 	switch se := stopSignal(ctx); {
 	case se != nil:
-		w.state, w.err = "stopped", se
+		w.state, w.err = waitStopped, se
 		s.log.Warn("stopped waiting for the sidecars", "signal", child.SignalName(se.sig))
 	case err == nil:
 	case s.cfg.StartAnyway:
-		w.state, w.tolerated = "not ready", true
+		w.state, w.tolerated = waitNotReady, true
 		s.log.Warn("starting the command without the sidecars", "err", err)
 	default:
-		w.state = "not ready"
+		w.state = waitNotReady
 		s.log.Error("a sidecar never became ready; not starting the command", "err", err, "exit", exitUnavailable)
 	}
 	return w

@@ -73,6 +73,10 @@ const (
 	DefaultPodInfoDir = "/etc/podinfo"
 	// DefaultServiceAccountDir is where Kubernetes mounts the service account's token.
 	DefaultServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// DefaultPeerStartTimeout bounds how long the last wrapped container to end waits for peers
+	// that have not started at all, as DefaultTimeout bounds the wait for a sidecar: a container
+	// whose image is still being pulled starts within it.
+	DefaultPeerStartTimeout = 2 * time.Minute
 )
 
 // Config is everything sidesync needs to run, validated. Each flag sets its field directly (see
@@ -113,6 +117,19 @@ type Config struct {
 	QuitTimeout        time.Duration // limit of the whole quit phase
 	QuitRequestTimeout time.Duration // limit of one quit request
 	QuitRetries        int           // retries of a failed quit request
+	// Peers are the names of the pod's wrapped containers, this one included (--peers): the
+	// sidecars are told to quit once, by the last of them to end (internal/peers). nil when no
+	// flag or variable gives them: the pod's sidesync.io/wrapped annotation may then name them.
+	// Fewer than two mean that this container coordinates with none.
+	Peers []string
+	// StateDir is the directory the peers share (an emptyDir), where each marks its state.
+	StateDir string
+	// Container is this container's name (--container, SIDESYNC_CONTAINER, POD_CONTAINER_NAME):
+	// its mark among the peers, and the container whose restart rules detection reads.
+	Container string
+	// PeerStartTimeout bounds the wait of the last container to end for peers that never
+	// started; zero means not waiting for them.
+	PeerStartTimeout time.Duration
 	// Restart says whether the kubelet restarts this container in place after it exits: its
 	// effective restartPolicy and its restartPolicyRules. Unknown (the zero value) assumes no
 	// restart; detection may then read them from the pod.
@@ -146,6 +163,7 @@ func defaultConfig() *Config {
 		QuitTimeout:        sidecar.DefaultQuitTimeout,
 		QuitRequestTimeout: sidecar.DefaultQuitRequestTimeout,
 		QuitRetries:        sidecar.DefaultQuitRetries,
+		PeerStartTimeout:   DefaultPeerStartTimeout,
 		Restart:            restart.Spec{Policy: restart.Unknown}, // no restart assumed; detection may read it
 		LogFormat:          "text",
 		LogLevel:           slog.LevelInfo,
@@ -187,6 +205,7 @@ func Parse(mode Mode, args []string, lookupEnv func(string) (string, bool)) (*Co
 		return nil, ErrHelp
 	}
 	p.applyEnv()
+	p.applyPodContainerName()
 	p.applyCompat()
 	cfg := p.build(rest)
 	if len(p.problems) > 0 {

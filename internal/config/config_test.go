@@ -43,6 +43,7 @@ func defaults() *Config {
 		QuitTimeout:        10 * time.Second,
 		QuitRequestTimeout: 2 * time.Second,
 		QuitRetries:        3,
+		PeerStartTimeout:   2 * time.Minute,
 		LogFormat:          "text",
 		LogLevel:           slog.LevelInfo,
 		TerminationLog:     "/dev/termination-log",

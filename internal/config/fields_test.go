@@ -38,6 +38,7 @@ var everyFlag = []flagRun{
 		"--pod-info", "/podinfo", "--kube-api=false", "--service-account-dir", "/sa", "--termination-log=",
 		"--restart-policy", "OnFailure", "--restart-rules", `[{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]`,
 		"--platform-commands", `{"linux/amd64": ["/app", "-v"], "linux/arm64/v8": ["/app-arm64"]}`,
+		"--peers", "main, wait,,main", "--state-dir", "/state", "--container", "wait", "--peer-start-timeout", "5s",
 	}, func(c *Config) {
 		istio, _ := catalog.Profile("istio")
 		sidecars(sidecar.Sidecar{
@@ -54,6 +55,7 @@ var everyFlag = []flagRun{
 		c.Restart = restart.Spec{Policy: restart.OnFailure, Rules: []restart.Rule{{Action: restart.ActionRestart,
 			ExitCodes: &restart.ExitCodes{Operator: restart.OpIn, Values: []int32{42}}}}}
 		c.PlatformCommands = map[string][]string{"linux/amd64": {"/app", "-v"}, "linux/arm64/v8": {"/app-arm64"}}
+		c.Peers, c.StateDir, c.Container, c.PeerStartTimeout = []string{"main", "wait"}, "/state", "wait", 5*time.Second
 	}},
 	{"--ready-url", []string{"--ready-url", "http://10.0.0.2:15021/healthz/ready", "--allow-remote-ready"}, sidecars(sidecar.Sidecar{
 		Name: "sidecar", Ready: &sidecar.Check{Kind: sidecar.HTTPStatus, URL: "http://10.0.0.2:15021/healthz/ready"},
@@ -173,6 +175,7 @@ func TestHelpDefaults(t *testing.T) {
 		"on-timeout": "fail", "quit": "always", "quit-timeout": "10s", "quit-request-timeout": "2s", "quit-retries": "3",
 		"log-format": "text", "log-level": "info", "pod-info": "/etc/podinfo",
 		"service-account-dir": "/var/run/secrets/kubernetes.io/serviceaccount", "termination-log": "/dev/termination-log",
+		"peer-start-timeout": "2m0s",
 	}
 	var b bytes.Buffer
 	PrintFlags(&b)

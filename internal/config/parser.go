@@ -100,6 +100,7 @@ func (p *parser) build(command []string) *Config {
 	p.buildSidecars(cfg)
 	p.buildBackoff(cfg)
 	p.checkMode(cfg)
+	p.checkPeers(cfg)
 	cfg.Notes = p.notes
 	return cfg
 }

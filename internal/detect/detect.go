@@ -46,15 +46,20 @@ type Result struct {
 // restarts this container in place (Result.Restart).
 func Detect(ctx context.Context, o Options) Result {
 	var r Result
-	if ann, labels, ok := readPodInfo(o.PodInfoDir); ok {
-		view := &manifest.PodView{Annotations: ann, Labels: labels}
+	pi := ReadPodInfo(ctx, o.PodInfoDir)
+	r.Warnings = append(r.Warnings, pi.Warnings...)
+	switch {
+	case !pi.Found:
+		r.Tried = append(r.Tried, "no downward-API volume at "+o.PodInfoDir)
+	case len(pi.Warnings) > 0 && len(pi.Annotations) == 0 && len(pi.Labels) == 0:
+		r.Tried = append(r.Tried, "the downward-API volume at "+o.PodInfoDir+" could not be used")
+	default:
+		view := &manifest.PodView{Annotations: pi.Annotations, Labels: pi.Labels}
 		if found := r.fromPod(view, o.LookupEnv); len(found) > 0 {
 			r.Found, r.Source, r.Tried = found, "pod annotations in "+o.PodInfoDir, nil
 			return r
 		}
 		r.Tried = append(r.Tried, "pod annotations in "+o.PodInfoDir+" name no injected sidecar")
-	} else {
-		r.Tried = append(r.Tried, "no downward-API volume at "+o.PodInfoDir)
 	}
 	if !o.KubeAPI {
 		r.Tried = append(r.Tried, "Kubernetes API not asked (--kube-api=false)")
