@@ -276,7 +276,7 @@ func TestDetectFromAnnotations(t *testing.T) {
 	if r.code != 0 || e.waitExit() != 0 || e.quits() != 1 {
 		t.Errorf("exit %d, %d quits; stderr:\n%s", r.code, e.quits(), r.stderr)
 	}
-	mustContain(t, r.stderr, "detected sidecar sidecar=linkerd", "by=linkerd.io/proxy-version")
+	mustContain(t, r.stderr, "detected sidecar sidecar=linkerd", `by="annotation linkerd.io/proxy-version"`)
 }
 
 // TestNothingDetected: no configuration and nothing found runs the command at once, saying so.

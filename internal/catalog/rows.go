@@ -127,7 +127,7 @@ func linkerd() Entry {
 			// value, decides; proxies before mid-2024 had no such switch and always served it.
 			On:    []Source{{Env: "LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED", Value: "true"}, {Annotation: shutdown, Value: "enabled"}},
 			Fix:   "add the pod annotation " + shutdown + ": enabled (or the Helm value proxy.enableShutdownEndpoint: true)",
-			Maybe: "the Helm value proxy.enableShutdownEndpoint turns it on for every pod, and proxies older than mid-2024 always serve it"},
+			Maybe: "the Helm value proxy.enableShutdownEndpoint does it for every pod; proxies before mid-2024 always serve it"},
 		Native: Native{
 			Marks: []Mark{native, annotation("config.linkerd.io/proxy-enable-native-sidecar", "true"),
 				annotation("config.alpha.linkerd.io/proxy-enable-native-sidecar", "true")},

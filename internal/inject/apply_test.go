@@ -57,7 +57,7 @@ func TestKinds(t *testing.T) {
 		{"apps/v1", "Deployment", `spec: {template: ` + pod + `}`, nil},
 		{"batch/v1beta1", "CronJob", `spec: {schedule: "@daily", jobTemplate: {spec: {template: ` + pod + `}}}`, nil},
 		{"v1", "ConfigMap", `data: {a: "1"}`, nil},
-		{"", "", `spec: ` + pod[7:len(pod)-1], nil},
+		{"example.com/v1", "Job", `spec: {template: ` + pod + `}`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.apiVersion+" "+tt.kind, func(t *testing.T) {
@@ -78,6 +78,15 @@ func TestKinds(t *testing.T) {
 				t.Errorf("report %q; command (-want +got):\n%s", r, diff)
 			}
 		})
+	}
+}
+
+// TestNoKind: an object without a kind is no Kubernetes object; kubectl refuses it, and so do
+// inject and lint.
+func TestNoKind(t *testing.T) {
+	_, _, err := Apply(decode(t, "{metadata: {name: x}, spec: {containers: [{name: a, command: [x]}]}}"), manifest.TypeMeta{}, opts(), nil)
+	if err == nil || err.Error() != "(no kind)/x: not a Kubernetes object: it has no kind" {
+		t.Errorf("error %v", err)
 	}
 }
 

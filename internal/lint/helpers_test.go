@@ -7,6 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// The rules named in the catalog's rows, spelt as users see them.
+const (
+	RuleLinkerdShutdown = "linkerd-shutdown-off"
+	RuleCloudSQLQuit    = "cloudsql-no-quitquitquit"
+	RuleCloudSQLHealth  = "cloudsql-no-health-check"
+	RuleVaultQuit       = "vault-quit-off"
+)
+
 // Containers and pods for the test tables, in YAML's flow style.
 const (
 	app        = `{name: job, image: example/report:1.0, command: [python, job.py]}`

@@ -100,7 +100,7 @@ func Lint(o Object) []Finding {
 // checks are the rules, in the order their findings are reported.
 func checks() []func(*pod) []Finding {
 	return []func(*pod) []Finding{
-		wrapperConfig, neverQuits, endpointsOff, partlyWrapped, nativeWithoutStartupProbe,
+		wrapperConfig, neverQuits, quitOff, partlyWrapped, readyOff, nativeWithoutStartupProbe,
 		failurePolicyWithoutContainer, restartsInPlace, severalApps, nothingToDo,
 	}
 }

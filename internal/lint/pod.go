@@ -16,11 +16,11 @@ type pod struct {
 	// OnFailure), so a sidecar that never quits keeps it from completing.
 	completes bool
 	sorted    *catalog.Pod
-	apps      []*app // the app containers, in order
+	apps      []*appContainer // the app containers, in order
 }
 
-// app is an app container, and the sidesync it runs if any.
-type app struct {
+// appContainer is an app container, and the sidesync it runs if any.
+type appContainer struct {
 	c *manifest.Container
 	w *wrapper // nil when the container does not run sidesync
 }
@@ -34,7 +34,7 @@ func newPod(o Object) *pod {
 	p.completes = o.Kind != manifest.Pod || policy == "Never" || policy == "OnFailure"
 	p.sorted = catalog.Sort(o.Pod, catalog.Options{Requests: true})
 	for _, c := range p.sorted.Apps {
-		p.apps = append(p.apps, &app{c: c, w: readWrapper(c)})
+		p.apps = append(p.apps, &appContainer{c: c, w: readWrapper(c)})
 	}
 	return p
 }
@@ -52,8 +52,8 @@ func (p *pod) classic() []*catalog.Sidecar {
 }
 
 // wrapped returns the apps that run sidesync.
-func (p *pod) wrapped() []*app {
-	var out []*app
+func (p *pod) wrapped() []*appContainer {
+	var out []*appContainer
 	for _, a := range p.apps {
 		if a.w != nil {
 			out = append(out, a)
@@ -63,8 +63,8 @@ func (p *pod) wrapped() []*app {
 }
 
 // unwrapped returns the apps that do not run sidesync.
-func (p *pod) unwrapped() []*app {
-	var out []*app
+func (p *pod) unwrapped() []*appContainer {
+	var out []*appContainer
 	for _, a := range p.apps {
 		if a.w == nil {
 			out = append(out, a)
@@ -102,7 +102,7 @@ func who(s *catalog.Sidecar) string {
 }
 
 // names joins container names: "a", "a and b", "a, b and c".
-func names(apps []*app) string {
+func names(apps []*appContainer) string {
 	var out []string
 	for _, a := range apps {
 		out = append(out, a.c.Name)
@@ -111,4 +111,25 @@ func names(apps []*app) string {
 		return strings.Join(out, "")
 	}
 	return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1]
+}
+
+// containersOf is "container a", or "containers a and b".
+func containersOf(apps []*appContainer) string {
+	return plural3(apps, "container ", "containers ") + names(apps)
+}
+
+// ending says that the apps end: "job ends", "all of job and main end".
+func ending(apps []*appContainer) string {
+	if len(apps) == 1 {
+		return names(apps) + " ends"
+	}
+	return "each of " + names(apps) + " ends"
+}
+
+// plural3 is one for a single app, many for several.
+func plural3(apps []*appContainer, one, many string) string {
+	if len(apps) == 1 {
+		return one
+	}
+	return many
 }

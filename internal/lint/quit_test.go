@@ -25,7 +25,9 @@ func TestNeverQuits(t *testing.T) {
 		{"Job, sidesync disabled, its --quit-url is no call", job(noAnn, containers(
 			`{name: job, image: x, command: [sidesync, --disabled, --quit-url, "http://127.0.0.1:15020/quitquitquit", "--", run]}`, istioProxy)), []short{never}},
 		{"Job, sidesync wait never quits", job(noAnn, containers(
-			`{name: job, image: x, command: [sidesync, wait, "--", run]}`, istioProxy)), []short{never}},
+			`{name: job, image: x, command: [sidesync, wait]}`, istioProxy)), []short{never}},
+		{"Job, sidesync that refuses its settings quits nothing", job(noAnn, containers(
+			`{name: job, image: x, command: [sidesync, --timeout=soon, "--", run]}`, istioProxy)), []short{errorOf(RuleWrapperConfig, "job"), never}},
 		{"sidesync as an argument is not a wrapper", job(noAnn, containers(
 			`{name: job, image: x, command: [python], args: [sidesync]}`, istioProxy)), []short{never}},
 		{"Pod, restartPolicy Never", podYAML(noAnn, containers(app, istioProxy)), []short{never}},
@@ -45,20 +47,22 @@ func TestAnnouncedSidecars(t *testing.T) {
 	runCases(t, []lintCase{
 		{"Istio injected, by its status annotation", job(`{sidecar.istio.io/status: '{"containers":["istio-proxy"]}'}`, containers(app)), []short{never}},
 		{"Istio injected natively, by its status annotation", job(`{sidecar.istio.io/status: '{"initContainers":["istio-init","istio-proxy"]}'}`, containers(app)), nil},
-		{"Istio asked for by label", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: report}\nspec:\n  template:\n" +
-			"    metadata: {labels: {sidecar.istio.io/inject: \"true\"}}\n    spec: " + containers(app) + "\n", []short{never}},
+		{"Istio asked for by label: it may be native, a warning", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: report}\nspec:\n  template:\n" +
+			"    metadata: {labels: {sidecar.istio.io/inject: \"true\"}}\n    spec: " + containers(app) + "\n", []short{warningOf(RuleNeverQuits, "istio-proxy")}},
+		{"Istio asked for as a classic sidecar: an error", job(`{sidecar.istio.io/inject: "true", sidecar.istio.io/nativeSidecar: "false"}`, containers(app)), []short{never}},
 		{"Istio asked for, natively", job(`{sidecar.istio.io/inject: "true", sidecar.istio.io/nativeSidecar: "true"}`, containers(app)), nil},
-		{"Istio asked for and already in the manifest: one finding", job(`{sidecar.istio.io/inject: "true"}`, containers(app, istioProxy)), []short{never}},
+		{"Istio asked for and already in the manifest: one finding, an error", job(`{sidecar.istio.io/inject: "true"}`, containers(app, istioProxy)), []short{never}},
 		{"Dapr", job(`{dapr.io/enabled: "true"}`, containers(app)), []short{errorOf(RuleNeverQuits, "daprd")}},
 		{"Dapr, native", job(`{dapr.io/enabled: "true", dapr.io/enable-native-sidecar: "true"}`, containers(app)), nil},
 		{"Consul", job(`{consul.hashicorp.com/connect-inject: "true"}`, containers(app)), []short{errorOf(RuleNeverQuits, "consul-dataplane")}},
 		{"Kuma in a Job: its control plane quits it", job(`{kuma.io/sidecar-injection: enabled}`, containers(app)), nil},
-		{"Kuma in a bare Pod: nothing quits it", podYAML(`{kuma.io/sidecar-injection: enabled}`, containers(app)),
-			[]short{errorOf(RuleNeverQuits, "kuma-sidecar")}},
+		{"Kuma in a bare Pod: nothing quits it, if it is classic", podYAML(`{kuma.io/sidecar-injection: enabled}`, containers(app)),
+			[]short{warningOf(RuleNeverQuits, "kuma-sidecar")}},
 		{"OSM by its label names the container envoy", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: report}\nspec:\n  template:\n" +
 			"    metadata: {labels: {osm-proxy-uuid: abc}}\n    spec: " + containers(app, `{name: envoy, image: envoyproxy/envoy}`) + "\n",
 			[]short{errorOf(RuleNeverQuits, "envoy")}},
-		{"a container named envoy alone is no sidecar", job(noAnn, containers(app, `{name: envoy, image: envoyproxy/envoy}`)), []short{noSidecar}},
+		{"a container named envoy alone is no sidecar sidesync knows, but may never end", job(noAnn, containers(app, `{name: envoy, image: envoyproxy/envoy}`)),
+			[]short{warningOf(RuleSeveralApps, "")}},
 		{"App Mesh's Envoy", job(noAnn, containers(app, `{name: envoy, image: public.ecr.aws/appmesh/aws-appmesh-envoy:v1.29}`)),
 			[]short{errorOf(RuleNeverQuits, "envoy")}},
 	})
@@ -68,12 +72,18 @@ func TestAnnouncedSidecars(t *testing.T) {
 func TestLinkerd(t *testing.T) {
 	shutdown := errorOf(RuleLinkerdShutdown, "linkerd-proxy")
 	never := errorOf(RuleNeverQuits, "linkerd-proxy")
+	maybeNever := warningOf(RuleNeverQuits, "linkerd-proxy") // Linkerd 2.20+ injects native sidecars
 	enabled := `{linkerd.io/inject: enabled, config.linkerd.io/proxy-admin-shutdown: enabled}`
 	runCases(t, []lintCase{
-		{"asked for, not wrapped, shutdown off", job(`{linkerd.io/inject: enabled}`, containers(app)), []short{never, shutdown}},
+		{"asked for, not wrapped, shutdown off", job(`{linkerd.io/inject: enabled}`, containers(app)), []short{maybeNever, shutdown}},
+		{"asked for as classic, not wrapped, shutdown off", job(`{linkerd.io/inject: enabled, config.linkerd.io/proxy-enable-native-sidecar: "false"}`, containers(app)), []short{never, shutdown}},
+		{"injected, the proxy's own variable says the endpoint is on", job(`{linkerd.io/proxy-version: edge-26.8.3}`, containers(wrapped,
+			`{name: linkerd-proxy, image: cr.l5d.io/linkerd/proxy, env: [{name: LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED, value: "true"}]}`)), nil},
+		{"injected, the proxy's own variable says the endpoint is off", job(`{linkerd.io/proxy-version: edge-26.8.3, config.linkerd.io/proxy-admin-shutdown: enabled}`, containers(wrapped,
+			`{name: linkerd-proxy, image: cr.l5d.io/linkerd/proxy, env: [{name: LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED, value: "false"}]}`)), []short{shutdown}},
 		{"asked for, wrapped, shutdown off", job(`{linkerd.io/inject: enabled}`, containers(wrapped)), []short{shutdown}},
 		{"asked for, wrapped, shutdown enabled", job(enabled, containers(wrapped)), nil},
-		{"asked for, not wrapped, shutdown enabled", job(enabled, containers(app)), []short{never}},
+		{"asked for, not wrapped, shutdown enabled", job(enabled, containers(app)), []short{maybeNever}},
 		{"linkerd-await --shutdown quits it", job(enabled, containers(
 			`{name: job, image: x, command: [linkerd-await, --shutdown, "--", run]}`)), nil},
 		{"native (alpha annotation)", job(`{linkerd.io/inject: enabled, config.alpha.linkerd.io/proxy-enable-native-sidecar: "true"}`, containers(app)), nil},
@@ -111,7 +121,7 @@ func TestCloudSQL(t *testing.T) {
 		{"native with a startup probe", job(noAnn, `{restartPolicy: Never, containers: [`+app+`], initContainers: [`+
 			proxy(`, restartPolicy: Always, args: [--health-check], startupProbe: {httpGet: {path: /startup, port: 9090}}`)+`]}`), []short{nativeOnly}},
 		{"native without a startup probe nor --health-check", job(noAnn, `{restartPolicy: Never, containers: [`+wrapped+`], initContainers: [`+
-			proxy(`, restartPolicy: Always`)+`]}`), []short{health, warningOf(RuleNoStartupProbe, "cloud-sql-proxy")}},
+			proxy(`, restartPolicy: Always`)+`]}`), []short{warningOf(RuleNoStartupProbe, "cloud-sql-proxy")}},
 		{"long-running Pod", podYAML(noAnn, `{containers: [`+app+`, `+proxy(``)+`]}`), nil},
 	})
 }

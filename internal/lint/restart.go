@@ -125,7 +125,7 @@ func restartsInPlace(p *pod) []Finding {
 // after exit 0 the pod never completes; sidesync told otherwise than the kubelet does (not told
 // of a restart, or told of one that will not come) quits the sidecars before a restart, or
 // never; otherwise the restarts keep the sidecars and must be bounded.
-func restartFinding(p *pod, a *app) (Finding, bool) {
+func restartFinding(p *pod, a *appContainer) (Finding, bool) {
 	c, policy := a.c, p.Pod.RestartPolicy
 	spec, err := restart.Effective(c.RestartPolicy, policy, c.RestartPolicyRules)
 	if err != nil {
@@ -134,7 +134,7 @@ func restartFinding(p *pod, a *app) (Finding, bool) {
 	set := restartCodes(spec)
 	f := Finding{Severity: Error, Rule: RuleRestartsInPlace, Container: c.Name}
 	runs := "container " + c.Name + " restarts in place on " + set.String() + " (" + restartCause(c, policy) + ")"
-	told, known := a.toldRestarts()
+	told, known, hidden := a.toldRestarts()
 	switch {
 	case a.w != nil && a.w.err != nil:
 		return Finding{}, false // wrapperConfig says it
@@ -147,12 +147,11 @@ func restartFinding(p *pod, a *app) (Finding, bool) {
 		f.Fix = "wrap it with sidesync (kubectl sidesync inject tells it the restart settings), and bound the restarts with activeDeadlineSeconds"
 	case a.w == nil || !a.w.quits():
 		return Finding{}, false
-	case !known && set.count() > 0:
+	case !known && !hidden && set.count() > 0:
 		f.Message = runs + ", and the sidesync it runs is not told so: it tells the sidecars to quit before the restart, and the restarted container finds none (it waits, then exits 69)"
 		f.Fix = "inject it again (kubectl sidesync inject sets " + envRestartPolicy + " and " + envRestartRules + "), or set them yourself"
 	case known && restartCodes(told) != set:
-		f.Message = "container " + c.Name + " restarts in place on " + set.String() + " (" + restartCause(c, policy) + "), but the sidesync it runs is told " +
-			restartCodes(told).String() + ": it tells the sidecars to quit before some restarts, or keeps them after the last exit, and the " + string(p.Kind) + " never completes"
+		f.Message = mismatch(c, restartCause(c, policy), set, restartCodes(told), string(p.Kind))
 		f.Fix = "inject it again to update " + envRestartPolicy + " and " + envRestartRules + ", or correct them"
 	case set.count() == 0:
 		return Finding{}, false
@@ -168,6 +167,26 @@ func restartFinding(p *pod, a *app) (Finding, bool) {
 	return f, true
 }
 
+// mismatch says what follows when the sidesync in c is told it restarts on told while the
+// kubelet restarts it on actual: a quit before a restart, or sidecars kept for a restart that
+// never comes.
+func mismatch(c *manifest.Container, cause string, actual, told codes, kind string) string {
+	var early, kept codes
+	for code := range actual {
+		early[code] = actual[code] && !told[code]
+		kept[code] = told[code] && !actual[code]
+	}
+	msg := "container " + c.Name + " restarts in place on " + actual.String() + " (" + cause + "), but the sidesync it runs is told it does on " + told.String()
+	var what []string
+	if early.count() > 0 {
+		what = append(what, "after "+early.String()+" it tells the sidecars to quit before the restart, and the restarted container finds none")
+	}
+	if kept.count() > 0 {
+		what = append(what, "after "+kept.String()+" it keeps the sidecars for a restart that never comes, and the "+kind+" never completes")
+	}
+	return msg + ": " + strings.Join(what, "; ")
+}
+
 // The wrapper's restart variables, which inject sets.
 var (
 	envRestartPolicy = contract.Env(contract.FlagRestartPolicy)
@@ -176,10 +195,13 @@ var (
 
 // toldRestarts is what the sidesync in the app is told about its restarts (its --restart-policy
 // and --restart-rules, else their variables), as it reads them; known is false when nothing is
-// said, or a value comes from a ConfigMap or a Secret.
-func (a *app) toldRestarts() (restart.Spec, bool) {
-	if a.w == nil || a.w.err != nil || slices.Contains(a.w.hidden, envRestartPolicy) || slices.Contains(a.w.hidden, envRestartRules) {
-		return restart.Spec{}, false
+// said, or a value comes from a ConfigMap or a Secret (hidden: told, but not known here).
+func (a *appContainer) toldRestarts() (spec restart.Spec, known, hidden bool) {
+	if a.w == nil || a.w.err != nil {
+		return restart.Spec{}, false, false
 	}
-	return a.w.cfg.Restart, a.w.cfg.Restart.Known()
+	if slices.Contains(a.w.hidden, envRestartPolicy) || slices.Contains(a.w.hidden, envRestartRules) {
+		return restart.Spec{}, false, true
+	}
+	return a.w.cfg.Restart, a.w.cfg.Restart.Known(), false
 }

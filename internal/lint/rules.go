@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sidesync/sidesync/internal/catalog"
+	"github.com/sidesync/sidesync/internal/config"
 	"github.com/sidesync/sidesync/internal/manifest"
 )
 
@@ -41,9 +42,9 @@ func neverQuits(p *pod) []Finding {
 		if p.toldQuit(s) {
 			continue
 		}
-		fix := "wrap the apps with sidesync (kubectl sidesync inject)"
-		if len(p.wrapped()) > 0 {
-			fix = "let the apps' sidesync quit it (it does not start, runs --disabled, with --quit never, or as sidesync wait)"
+		fix := "wrap the apps with sidesync (kubectl sidesync inject; an app without a command needs --resolve)"
+		if ws := p.wrapped(); len(ws) > 0 {
+			fix = "let the apps' sidesync quit it (" + whyNoQuit(ws) + ")"
 		}
 		if n := nativeFix(s); n != "" {
 			fix += ", or " + n
@@ -85,6 +86,24 @@ func (p *pod) toldQuit(s *catalog.Sidecar) bool {
 	return false
 }
 
+// whyNoQuit says why the apps' sidesync tells no sidecar to quit: "job runs --disabled".
+func whyNoQuit(ws []*appContainer) string {
+	var why []string
+	for _, a := range ws {
+		switch w := a.w; {
+		case w.err != nil:
+			why = append(why, a.c.Name+"'s does not start")
+		case w.mode != config.ModeRun:
+			why = append(why, a.c.Name+"'s only waits (sidesync wait)")
+		case w.cfg.Disabled:
+			why = append(why, a.c.Name+"'s runs --disabled")
+		case w.cfg.QuitPolicy == config.QuitNever:
+			why = append(why, a.c.Name+"'s runs with --quit never")
+		}
+	}
+	return strings.Join(why, ", ")
+}
+
 // quitPath is the path of the profile's quit call ("/quitquitquit"), or "" if it has none.
 func quitPath(e *catalog.Entry) string {
 	if e.Sidecar.Quit == nil {
@@ -112,30 +131,43 @@ func nativeFix(s *catalog.Sidecar) string {
 	return ""
 }
 
-// endpointsOff (one rule per switch, named in the catalog: linkerd-shutdown-off,
-// cloudsql-no-quitquitquit, vault-quit-off, cloudsql-no-health-check): a classic sidecar whose
-// quit endpoint is off cannot be told to quit, whoever tries; one whose health check is off
-// cannot be waited for. A native sidecar without its health check is for the startup-probe rule.
-func endpointsOff(p *pod) []Finding {
+// quitOff (one rule per switch, named in the catalog: linkerd-shutdown-off,
+// cloudsql-no-quitquitquit, vault-quit-off): a classic sidecar whose quit endpoint is off cannot
+// be told to quit, whoever tries.
+func quitOff(p *pod) []Finding {
 	if !p.completes {
 		return nil
 	}
 	never := fmt.Sprintf(neverCompletesTheKind, p.Kind)
 	var fs []Finding
 	for _, s := range p.classic() {
-		if off := s.QuitOff; off != nil {
-			f := Finding{Severity: Error, Rule: off.Rule, Container: s.ContainerName(),
-				Message: who(s) + " is a classic sidecar whose " + off.What + " is off: nothing can tell it to quit, " + never,
-				Fix:     off.Fix}
-			if n := nativeFix(s); n != "" {
-				f.Fix += ", or " + n
-			}
-			if !off.Certain && s.Entry.QuitSwitch.Maybe != "" {
-				f.Message = who(s) + " is a classic sidecar whose " + off.What + " is off unless the cluster turns it on (" +
-					s.Entry.QuitSwitch.Maybe + "): otherwise nothing can tell it to quit, " + never
-			}
-			fs = append(fs, f)
+		off := s.QuitOff
+		if off == nil {
+			continue
 		}
+		f := Finding{Severity: Error, Rule: off.Rule, Container: s.ContainerName(),
+			Message: who(s) + " is a classic sidecar whose " + off.What + " is off: nothing can tell it to quit, " + never,
+			Fix:     off.Fix}
+		if n := nativeFix(s); n != "" {
+			f.Fix += ", or " + n
+		}
+		if !off.Certain && s.Entry.QuitSwitch.Maybe != "" {
+			f.Message = who(s) + " is a classic sidecar whose " + off.What + " is off unless the cluster turns it on (" +
+				s.Entry.QuitSwitch.Maybe + "): otherwise nothing can tell it to quit, " + never
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// readyOff (named in the catalog: cloudsql-no-health-check): a classic sidecar whose health
+// check is off cannot be waited for. A native one is for the startup-probe rule.
+func readyOff(p *pod) []Finding {
+	if !p.completes {
+		return nil
+	}
+	var fs []Finding
+	for _, s := range p.classic() {
 		if off := s.ReadyOff; off != nil {
 			fs = append(fs, Finding{Severity: Warning, Rule: off.Rule, Container: s.ContainerName(),
 				Message: who(s) + " runs without its " + off.What + ": sidesync cannot wait for it, so the app may start before it is ready",
@@ -150,17 +182,18 @@ func endpointsOff(p *pod) []Finding {
 // and it waits for the other apps only when it knows them (Argo's main and wait, an app and
 // its uploader).
 func partlyWrapped(p *pod) []Finding {
-	quitters := slices.DeleteFunc(p.wrapped(), func(a *app) bool { return !a.w.quits() })
+	quitters := slices.DeleteFunc(p.wrapped(), func(a *appContainer) bool { return !a.w.quits() })
 	if !p.completes || len(quitters) == 0 || len(p.apps) < 2 || !slices.ContainsFunc(p.classic(), func(s *catalog.Sidecar) bool { return s.QuitOff == nil || !s.QuitOff.Certain }) {
 		return nil
 	}
 	if un := p.unwrapped(); len(un) > 0 {
+		w := p.wrapped()
 		return []Finding{{Severity: Error, Rule: RulePartlyWrapped, Container: un[0].c.Name,
-			Message: fmt.Sprintf("containers %s run sidesync and %s do not: the sidecars are told to quit when %s end, while %s may still run and lose them",
-				names(p.wrapped()), names(un), names(p.wrapped()), names(un)),
+			Message: fmt.Sprintf("%s %s sidesync and %s %s not: the sidecars are told to quit when %s, while %s may still run and lose them",
+				containersOf(w), plural3(w, "runs", "run"), containersOf(un), plural3(un, "does", "do"), ending(w), names(un)),
 			Fix: "wrap every app container (kubectl sidesync inject wraps them all, and makes them peers)"}}
 	}
-	var alone []*app
+	var alone []*appContainer
 	for _, a := range quitters {
 		if !a.w.knowsPeers(p, a) {
 			alone = append(alone, a)
@@ -170,8 +203,8 @@ func partlyWrapped(p *pod) []Finding {
 		return nil
 	}
 	return []Finding{{Severity: Error, Rule: RulePartlyWrapped, Container: alone[0].c.Name,
-		Message: fmt.Sprintf("containers %s each tell the sidecars to quit when their own command ends, without waiting for the other app containers: the first to end cuts the others' sidecars",
-			names(alone)),
+		Message: fmt.Sprintf("%s %s the sidecars to quit when %s own command ends, without waiting for the other app containers: the first to end cuts the others' sidecars",
+			containersOf(alone), plural3(alone, "tells", "each tell"), plural3(alone, "its", "their")),
 		Fix: "inject again (kubectl sidesync inject makes the wrapped containers peers), or give each --peers, --state-dir (a shared emptyDir) and --container"}}
 }
 
@@ -223,7 +256,7 @@ func (p *pod) waitsFor(s *catalog.Sidecar) bool {
 	if s.Entry == nil || s.Profile.Ready == nil {
 		return false
 	}
-	return slices.ContainsFunc(p.wrapped(), func(a *app) bool { return a.w.waits() })
+	return slices.ContainsFunc(p.wrapped(), func(a *appContainer) bool { return a.w.waits() })
 }
 
 // failurePolicyWithoutContainer (rule 6): a podFailurePolicy rule on exit codes without a
@@ -279,7 +312,7 @@ func severalApps(p *pod) []Finding {
 		return nil
 	}
 	return []Finding{{Severity: Warning, Rule: RuleSeveralApps,
-		Message: "containers " + names(p.apps) + " are regular containers and no sidecar sidesync knows is among them: if one of them never ends on its own (a log shipper, a proxy), it keeps the " + string(p.Kind) + " from completing",
+		Message: containersOf(p.apps) + " are regular containers and no sidecar sidesync knows is among them: if one of them never ends on its own (a log shipper, a proxy), it keeps the " + string(p.Kind) + " from completing",
 		Fix:     "run such a container as a native sidecar (in initContainers, with restartPolicy: Always), or name it to sidesync (--sidecar http:quit=URL) if it can be told to quit"}}
 }
 

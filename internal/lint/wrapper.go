@@ -174,7 +174,7 @@ func commandsOf(script string) [][]string {
 // knowsPeers reports whether the sidesync waits for the pod's other apps before it tells the
 // sidecars to quit: it has a state directory, its own name, and peers (--peers, else the pod's
 // sidesync.io/wrapped annotation) that name every app of the pod.
-func (w *wrapper) knowsPeers(p *pod, self *app) bool {
+func (w *wrapper) knowsPeers(p *pod, self *appContainer) bool {
 	if w.err != nil || w.cfg.StateDir == "" || w.cfg.Container != self.c.Name {
 		return false
 	}

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -75,6 +76,9 @@ type TypeMeta struct {
 // apiVersion or kind takes them from inherited (the list it is an item of).
 func Locate(obj map[string]any, inherited TypeMeta) (*Workload, error) {
 	tm := typeMeta(obj, inherited)
+	if tm.Kind == "" {
+		return nil, errors.New("not a Kubernetes object: it has no kind")
+	}
 	w := &Workload{Kind: Kind(tm.Kind), APIVersion: tm.APIVersion, Object: obj, Template: obj}
 	w.Name = tm.Kind + "/" + objectName(obj)
 	path, ok := kinds(tm.APIVersion, w.Kind)
@@ -97,11 +101,15 @@ func Locate(obj map[string]any, inherited TypeMeta) (*Workload, error) {
 	return w, nil
 }
 
-// unsupported is the error for a kind sidesync handles in another API version, or nil for a
-// kind it does not handle.
+// unsupported is the error for a kind sidesync handles in another version of its API group, or
+// nil for a kind it does not handle (a Job of another group is someone else's).
 func unsupported(w *Workload) error {
-	switch w.Kind {
-	case Pod, Job, CronJob:
+	group, _, versioned := strings.Cut(w.APIVersion, "/")
+	if !versioned {
+		group = "" // the core group: "v1"
+	}
+	switch {
+	case w.Kind == Pod && group == "", (w.Kind == Job || w.Kind == CronJob) && group == "batch":
 	default:
 		return nil
 	}
