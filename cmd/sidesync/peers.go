@@ -100,8 +100,11 @@ func (s *session) peersLetQuit(team *peers.Team, o outcome, skip quitSkip) quitS
 		return skip
 	}
 	if err := team.End(exitCode(o)); err != nil {
+		// Its mark would say running forever, and hold the others' quit: it goes, so that they
+		// take this container for one that never started, which they wait for only so long.
+		leaveErr := team.Leave()
 		s.log.Warn("cannot mark this container ended among its peers: it tells the sidecars to quit as if it were alone",
-			"state_dir", team.Dir, "err", err)
+			"state_dir", team.Dir, "err", err, "mark_removed", leaveErr == nil)
 		return skip
 	}
 	if !skip.sends() || !s.hasQuitTargets(o.plan) {

@@ -17,12 +17,12 @@ import (
 	"github.com/sidesync/sidesync/internal/contract"
 )
 
-// MaxPodInfoFile is the most sidesync reads of a downward-API file, in bytes: Kubernetes caps a
-// pod's annotations at 256 KiB in all (apimachinery's TotalAnnotationSizeLimitB), so a larger
-// file is not one the kubelet wrote for this pod. Reading one whole cost 279 MiB and 3.7 s for 66
-// MiB. The cap counts keys and values as stored; the file quotes the values, so a pod right at the
-// cap whose values hold many quotes or control bytes is refused too, with a warning.
-const MaxPodInfoFile = 256 << 10
+// MaxPodInfoFile is the most sidesync reads of a downward-API file, in bytes. Kubernetes caps a
+// pod's annotations at 256 KiB in all (apimachinery's TotalAnnotationSizeLimitB, docs/KUBERNETES.md
+// 6); the kubelet's file quotes each value as Go does, which makes a byte at most four
+// (\xNN), plus a few bytes a line: a larger file is not one the kubelet wrote for this pod.
+// Reading one whole cost 279 MiB and 3.7 s for 66 MiB.
+const MaxPodInfoFile = 4*256<<10 + 64<<10
 
 // PodInfo is what a downward-API volume says about the pod.
 type PodInfo struct {
@@ -97,14 +97,14 @@ func readRegular(path string, limit int) ([]byte, error) {
 	case !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("%s, not a regular file", fileKind(fi.Mode()))
 	case fi.Size() > int64(limit):
-		return nil, fmt.Errorf("larger than %d bytes (%d): Kubernetes caps a pod's annotations at 256 KiB", limit, fi.Size())
+		return nil, fmt.Errorf("larger than %d bytes (%d): Kubernetes caps a pod's annotations at 256 KiB, quoted at most four times as large", limit, fi.Size())
 	}
 	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("cannot read it: %w", unwrapPath(err))
 	case len(data) > limit:
-		return nil, fmt.Errorf("larger than %d bytes: Kubernetes caps a pod's annotations at 256 KiB", limit)
+		return nil, fmt.Errorf("larger than %d bytes: Kubernetes caps a pod's annotations at 256 KiB, quoted at most four times as large", limit)
 	}
 	return data, nil
 }
@@ -141,7 +141,7 @@ func fileKind(m fs.FileMode) string {
 func parseKeyValues(r io.Reader) map[string]string {
 	m := make(map[string]string)
 	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 64<<10), 1<<20) // Istio's status annotation is long
+	s.Buffer(make([]byte, 64<<10), MaxPodInfoFile) // a line is at most the whole file
 	for s.Scan() {
 		k, v, ok := strings.Cut(s.Text(), "=")
 		if !ok {

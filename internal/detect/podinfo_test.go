@@ -31,11 +31,11 @@ func TestPodInfoHostileFiles(t *testing.T) {
 		{"a FIFO", func(t *testing.T, path string) { mustOK(t, syscall.Mkfifo(path, 0o644)) }, "a named pipe (FIFO), not a regular file", false, 0},
 		{"a symlink to /dev/zero", func(t *testing.T, path string) { mustOK(t, os.Symlink("/dev/zero", path)) }, "a character device, not a regular file", false, 0},
 		{"a directory", func(t *testing.T, path string) { mustOK(t, os.Mkdir(path, 0o755)) }, "a directory, not a regular file", false, 0},
-		{"a 66 MiB file", func(t *testing.T, path string) { writeLines(t, path, 66<<20) }, "larger than 262144 bytes", false, MaxPodInfoFile + 1},
+		{"a 66 MiB file", func(t *testing.T, path string) { writeLines(t, path, 66<<20) }, "larger than 1114112 bytes", false, MaxPodInfoFile + 1},
 		{"a file that cannot be read (EIO)", func(t *testing.T, path string) { mustOK(t, os.Symlink("/proc/self/mem", path)) }, "cannot read it: input/output error", false, MaxPodInfoFile + 1},
 		{"a line over the bound", func(t *testing.T, path string) {
 			mustOK(t, os.WriteFile(path, []byte(`a="b"`+"\n"+`big="`+strings.Repeat("x", MaxPodInfoFile)+`"`+"\n"), 0o644))
-		}, "larger than 262144 bytes", false, MaxPodInfoFile + 1},
+		}, "larger than 1114112 bytes", false, MaxPodInfoFile + 1},
 		{"an unreadable file", func(t *testing.T, path string) { mustOK(t, os.WriteFile(path, []byte(`a="b"`), 0)) }, "permission denied", true, 0},
 	}
 	for _, tt := range tests {
@@ -112,7 +112,7 @@ func TestReadRegularBound(t *testing.T) {
 		t.Skip("no /proc/self/maps of size 0")
 	}
 	_, err := readRegular("/proc/self/maps", 16)
-	if err == nil || err.Error() != "larger than 16 bytes: Kubernetes caps a pod's annotations at 256 KiB" {
+	if err == nil || err.Error() != "larger than 16 bytes: Kubernetes caps a pod's annotations at 256 KiB, quoted at most four times as large" {
 		t.Errorf("err %v, want larger than 16 bytes", err)
 	}
 }

@@ -76,6 +76,20 @@ func (t Team) Start() error { return write(t.Dir, t.Self, "running\n") }
 // again, and before Others.
 func (t Team) End(code int) error { return write(t.Dir, t.Self, "ended "+strconv.Itoa(code)+"\n") }
 
+// Leave removes this container's mark, for when End failed (a full volume): a mark left saying
+// running would hold the others' quit forever, while no mark is a peer that never started, which
+// they wait for only so long.
+func (t Team) Leave() error {
+	if err := CheckName(t.Self); err != nil {
+		return err
+	}
+	err := os.Remove(filepath.Join(t.Dir, t.Self))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
 // Status is what the other containers' marks say, each list in the order of Team.Peers.
 type Status struct {
 	Running, NotStarted, Ended []string

@@ -274,3 +274,26 @@ func TestCheckName(t *testing.T) {
 		t.Error("63 characters are a name, 64 are not")
 	}
 }
+
+// TestLeave: a container that cannot mark its end removes its mark, so that the others take it
+// for one that never started (bounded) rather than one that runs (forever).
+func TestLeave(t *testing.T) {
+	dir := t.TempDir()
+	a := Team{Dir: dir, Self: "a", Peers: []string{"a", "b"}}
+	b := Team{Dir: dir, Self: "b", Peers: []string{"a", "b"}}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Others(); len(st.Running) != 1 {
+		t.Fatalf("before: %+v, want a running", st)
+	}
+	if err := a.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Others(); len(st.Running) != 0 || len(st.NotStarted) != 1 {
+		t.Errorf("after Leave: %+v, want a not started", st)
+	}
+	if err := a.Leave(); err != nil {
+		t.Errorf("a second Leave: %v", err)
+	}
+}
