@@ -40,7 +40,7 @@ func FuzzRead(f *testing.F) {
 		if err != nil {
 			return
 		}
-		want := objects(docs)
+		want := fuzzObjects(docs)
 		for _, out := range []Format{format, 1 - format} {
 			var b bytes.Buffer
 			if err := Write(&b, docs, out); err != nil {
@@ -50,16 +50,16 @@ func FuzzRead(f *testing.F) {
 			if err != nil {
 				t.Fatalf("%q, written in format %d as %q, does not read back: %v", data, out, b.Bytes(), err)
 			}
-			if got := objects(again); !reflect.DeepEqual(got, want) {
+			if got := fuzzObjects(again); !reflect.DeepEqual(got, want) {
 				t.Fatalf("%q, written in format %d as %q, reads back as\n%#v\nwant\n%#v", data, out, b.Bytes(), got, want)
 			}
 		}
 	})
 }
 
-// objects are the documents' objects, empty documents left out, numbers written as exact
+// fuzzObjects are the documents' objects, empty documents left out, numbers written as exact
 // fractions so that 1.50 and 1.5 compare equal.
-func objects(docs []Document) []any {
+func fuzzObjects(docs []Document) []any {
 	var out []any
 	for _, d := range docs {
 		if d.Object != nil {
