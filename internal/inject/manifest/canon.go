@@ -17,3 +17,31 @@ func canonical(v any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
+
+// decoded is the value that canonical encoded: maps, slices, strings, json.Number, bools and
+// nil only. The encoding is canonical's, so decoding cannot fail.
+func decoded(c []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(c))
+	dec.UseNumber()
+	var v any
+	_ = dec.Decode(&v)
+	return v
+}
+
+// sameScalar reports whether a and b are the same JSON scalar: numbers by their text.
+func sameScalar(a, b any) bool {
+	switch a := a.(type) {
+	case string:
+		b, ok := b.(string)
+		return ok && a == b
+	case json.Number:
+		b, ok := b.(json.Number)
+		return ok && a == b
+	case bool:
+		b, ok := b.(bool)
+		return ok && a == b
+	case nil:
+		return b == nil
+	}
+	return false
+}
