@@ -16,9 +16,10 @@ import (
 // read and written unchanged is the input.
 //
 // A changed YAML document is merged into the YAML it was read from, so that it keeps its
-// comments, key order and untouched values, each as it was written (see merge); where that is
-// not safe (anchors, aliases, a merge that would not read back as the object), it is written
-// afresh, keys sorted, after its leading comments. Either way its numbers are their exact text.
+// comments, key order and untouched values, each as it was written (see merge), and its
+// blank lines and spacing (see restore); where that is not safe (anchors, aliases, a merge
+// that would not read back as the object), it is written afresh, keys sorted, after its
+// leading comments. Either way its numbers are their exact text.
 // A changed JSON document, and any document in the other format or made by the caller, is
 // written afresh: JSON indented by two spaces, YAML with keys sorted.
 func Write(w io.Writer, docs []Document, f Format) error {

@@ -92,7 +92,7 @@ items:
 apiVersion: v1
 kind: Pod
 metadata:
-  name: app # the name
+  name: app   # the name
   labels:
     injected: "true"
 spec:

@@ -39,8 +39,13 @@ func merged(src *source, v any, now []byte) ([]byte, bool) {
 	if err != nil {
 		return nil, false
 	}
-	out = lineBreaks(out, src.body)
-	return out, readsAs(out, now)
+	// The restored text is a guess, the merged one is not: each must read back as the object.
+	for _, text := range [][]byte{restore(yamlText(src.body), out), out} {
+		if text = lineBreaks(text, src.body); readsAs(text, now) {
+			return text, true
+		}
+	}
+	return nil, false
 }
 
 // fresh is v written afresh, after the leading comments of the document it was read from.
