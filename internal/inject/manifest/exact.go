@@ -46,19 +46,9 @@ func floatText(text []byte) bool {
 	return false
 }
 
-// exactNumbers puts back into obj, read from text by sigs.k8s.io/yaml, the text of each plain
-// scalar that is a JSON number, which YAML 1.1 takes for a float. It walks the document's node
-// tree beside obj; where the two do not match (a key it cannot name, a merge key), it leaves
-// obj as it is. A document yaml.v3 cannot parse is left as it is too.
-func exactNumbers(text []byte, obj map[string]any) {
-	var doc yaml3.Node
-	if yaml3.Unmarshal(text, &doc) != nil || len(doc.Content) != 1 {
-		return
-	}
-	exact(doc.Content[0], obj)
-}
-
-// exact returns v, read from n, with the numbers of n's plain scalars exact.
+// exact returns v, read by sigs.k8s.io/yaml from n, with the text of each plain scalar that is
+// a JSON number, which YAML 1.1 takes for a float, put back. Where the tree and v do not match
+// (a key it cannot name, a merge key), it leaves v as it is.
 func exact(n *yaml3.Node, v any) any {
 	for i := 0; n.Kind == yaml3.AliasNode && n.Alias != nil && i < MaxDepth; i++ {
 		n = n.Alias

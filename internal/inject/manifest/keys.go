@@ -10,11 +10,15 @@ import (
 )
 
 // jsonKey is the JSON key that sigs.k8s.io/yaml makes of the mapping key k: its text when k is
-// quoted or plainly a string; else what the reader makes of it alone (yes becomes "true", 0x1F
-// becomes "31"). ok is false for a key it cannot name: a tagged one, a collection.
+// quoted, tagged !!str or plainly a string; else what the reader makes of it alone (yes becomes
+// "true", 0x1F becomes "31"). ok is false for a key it cannot name: one of another tag, a
+// collection.
 func jsonKey(k *yaml3.Node) (key string, ok bool) {
-	if k.Kind != yaml3.ScalarNode || k.Style&yaml3.TaggedStyle != 0 {
+	if k.Kind != yaml3.ScalarNode {
 		return "", false
+	}
+	if k.Style&yaml3.TaggedStyle != 0 {
+		return k.Value, k.Tag == "!!str"
 	}
 	if k.Style != 0 || plainString(k.Value) {
 		return k.Value, true
@@ -61,9 +65,14 @@ func readKey(s string) (string, bool) {
 // put in n.
 func hasMergeKey(n *yaml3.Node) bool {
 	for i := 0; i < len(n.Content); i += 2 {
-		if k := n.Content[i]; k.Kind == yaml3.ScalarNode && (k.Tag == "!!merge" || k.Value == "<<" && k.Style == 0) {
+		if isMergeKey(n.Content[i]) {
 			return true
 		}
 	}
 	return false
+}
+
+// isMergeKey reports whether k is a merge key: << plain, or tagged !!merge.
+func isMergeKey(k *yaml3.Node) bool {
+	return k.Kind == yaml3.ScalarNode && (k.Tag == "!!merge" || k.Value == "<<" && k.Style == 0)
 }

@@ -118,6 +118,8 @@ func TestReadErrors(t *testing.T) {
 		{"a JSON array", `[{"kind": "A"}]`, "document 1: not an object"},
 		{"a bad separator", "kind: A\n--- x\nkind: B\n", "document 1: invalid Yaml document separator: x"},
 		{"a bad separator after a comment chunk", "# c\n---\nkind: A\n---\nkind: B\n---x\n", "document 2: invalid Yaml document separator: x"},
+		{"two keys that are one JSON key", "kind: A\n1: a\n\"1\": b\n", `document 1: key "1" twice in one mapping, as 1 and 1`},
+		{"two keys that are one JSON key, one of them merged", "kind: A\n---\n0: &b {0.}\n<<: *b\n", `document 2: key "0" twice in one mapping, as 0 and 0.`},
 		{"too deep", "a: " + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), "document 1: nested deeper than 512 levels"},
 		{"too large", strings.Repeat("#", MaxInput+1), "input larger than 16 MiB"},
 	}

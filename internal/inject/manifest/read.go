@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -53,8 +54,16 @@ func yamlObject(text []byte) (map[string]any, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if needsExact(obj) || floatText(text) {
-		exactNumbers(text, obj)
+	// The node tree checks what sigs.k8s.io/yaml does not, and makes numbers exact. A
+	// document that yaml.v3 cannot parse is read as kubectl reads it.
+	var doc yaml3.Node
+	if yaml3.Unmarshal(text, &doc) == nil && len(doc.Content) == 1 {
+		if err := distinctKeys(doc.Content[0]); err != nil {
+			return nil, nil, err
+		}
+		if needsExact(obj) || floatText(text) {
+			exact(doc.Content[0], obj)
+		}
 	}
 	read, err := canonical(obj)
 	return obj, read, err

@@ -192,3 +192,16 @@ func clone(v any) any {
 	}
 	return v
 }
+
+// TestWriteJSONChanged: in a JSON stream, the objects that did not change are written as they
+// were read, with the white space between them; a changed one is written afresh, indented,
+// numbers exact and HTML left alone, in its place.
+func TestWriteJSONChanged(t *testing.T) {
+	in := "{\"kind\":\"A\",\"x\":1.50}\n\n  {\"kind\": \"B\", \"v\": \"<&>\"}\n{\"kind\":\"C\"}"
+	docs, f := read(t, in)
+	docs[1].Object = map[string]any{"kind": "B", "v": "<&>", "n": json.Number("123456789012345678901234567890")}
+	want := "{\"kind\":\"A\",\"x\":1.50}\n\n  {\n  \"kind\": \"B\",\n  \"n\": 123456789012345678901234567890,\n  \"v\": \"<&>\"\n}\n{\"kind\":\"C\"}"
+	if diff := cmp.Diff(want, write(t, docs, f)); diff != "" {
+		t.Errorf("written (-want +got):\n%s", diff)
+	}
+}
