@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	yaml3 "go.yaml.in/yaml/v3"
@@ -45,8 +46,12 @@ func plainString(s string) bool {
 	return true
 }
 
-// readKey is the JSON key sigs.k8s.io/yaml makes of the plain mapping key s.
+// readKey is the JSON key sigs.k8s.io/yaml makes of the plain mapping key s: an integer such
+// as 8080 is itself, anything else is asked of the reader.
 func readKey(s string) (string, bool) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && strconv.FormatInt(n, 10) == s {
+		return s, true
+	}
 	j, err := yaml.YAMLToJSON([]byte(s + ": 0\n"))
 	if err != nil {
 		return "", false

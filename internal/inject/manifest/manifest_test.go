@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	yaml3 "go.yaml.in/yaml/v3"
 )
 
 // read is Read that must succeed.
@@ -164,5 +165,31 @@ items: [{kind: Pod}]
 	if err := Each([]Document{{N: 1, Object: map[string]any{"kind": "List", "items": []any{"x"}}}}, nil); err == nil ||
 		err.Error() != "document 1, items[0]: not an object" {
 		t.Errorf("Each over a bad item: %v", err)
+	}
+}
+
+// TestJSONKey: mapping keys are named as sigs.k8s.io/yaml names them.
+func TestJSONKey(t *testing.T) {
+	tests := []struct{ yaml, want string }{
+		{"kind", "kind"}, {"app.kubernetes.io/name", "app.kubernetes.io/name"}, {`"1.50"`, "1.50"}, {"'yes'", "yes"},
+		{"8080", "8080"}, {"-1", "-1"}, {"007", "7"}, {"1.50", "1.5"}, {"0x1F", "31"}, {"+1", "1"}, {"yes", "true"}, {"Off", "false"},
+		{"!!str 5", "5"}, {"with space", "with space"}, {"é", "é"},
+	}
+	for _, tt := range tests {
+		docs, _ := read(t, tt.yaml+": v\n")
+		var got []string
+		for k := range docs[0].Object {
+			got = append(got, k)
+		}
+		if diff := cmp.Diff([]string{tt.want}, got); diff != "" {
+			t.Errorf("%s: read as (-want +got):\n%s", tt.yaml, diff)
+		}
+		var n yaml3.Node
+		if err := yaml3.Unmarshal([]byte(tt.yaml+": v\n"), &n); err != nil {
+			t.Fatal(err)
+		}
+		if k, ok := jsonKey(n.Content[0].Content[0]); k != tt.want || !ok {
+			t.Errorf("jsonKey(%s) = %q, %v; want %q as sigs.k8s.io/yaml reads it", tt.yaml, k, ok, tt.want)
+		}
 	}
 }
