@@ -9,46 +9,12 @@ import (
 	yaml3 "go.yaml.in/yaml/v3"
 )
 
-// needsExact reports whether sigs.k8s.io/yaml may have read a number of v inexactly: it reads a
-// number that fits no int64 or uint64 as a float64 (its JSON text then has a point or an
-// exponent), -0 as 0, and one out of float64's range as a string. (A float it writes as an
-// integer is floatText's.)
-func needsExact(v any) bool {
-	switch v := v.(type) {
-	case map[string]any:
-		for _, x := range v {
-			if needsExact(x) {
-				return true
-			}
-		}
-	case []any:
-		for _, x := range v {
-			if needsExact(x) {
-				return true
-			}
-		}
-	case json.Number:
-		return v == "0" || strings.ContainsAny(string(v), ".eE")
-	case string:
-		return outOfRange(v)
-	}
-	return false
-}
-
-// floatText reports whether text may have a float that kubectl's reader gives as an integer
-// (1E+2 and 100.0 become 100): a digit followed by a point or an exponent.
-func floatText(text []byte) bool {
-	for i := 1; i < len(text); i++ {
-		if c := text[i]; (c == '.' || c == 'e' || c == 'E') && '0' <= text[i-1] && text[i-1] <= '9' {
-			return true
-		}
-	}
-	return false
-}
-
 // exact returns v, read by sigs.k8s.io/yaml from n, with the text of each plain scalar that is
-// a JSON number, which YAML 1.1 takes for a float, put back. Where the tree and v do not match
-// (a key it cannot name, a merge key), it leaves v as it is.
+// a JSON number put back: the reader makes a float64 of a number that fits no int64 or uint64
+// (123456789012345678901234567890, and 100000000000000000100, which comes back as
+// 100000000000000000000; found by FuzzRead), of 1.50, 1E+2 and -0, and a string of one beyond
+// float64's range (1e400). Where the tree and v do not match (a key it cannot name, a merge
+// key), it leaves v as it is.
 func exact(n *yaml3.Node, v any) any {
 	for i := 0; n.Kind == yaml3.AliasNode && n.Alias != nil && i < MaxDepth; i++ {
 		n = n.Alias

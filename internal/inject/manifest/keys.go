@@ -47,12 +47,14 @@ func plainString(s string) bool {
 }
 
 // readKey is the JSON key sigs.k8s.io/yaml makes of the plain mapping key s: an integer such
-// as 8080 is itself, anything else is asked of the reader.
+// as 8080 is itself, anything else is asked of the reader, as an explicit key ("? s"): an
+// implicit one ("s: ") may not be longer than 1024 characters (found by FuzzWriteChanged, a
+// key that yaml.v3 writes as "? s" since it is longer than 128).
 func readKey(s string) (string, bool) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil && strconv.FormatInt(n, 10) == s {
 		return s, true
 	}
-	j, err := yaml.YAMLToJSON([]byte(s + ": 0\n"))
+	j, err := yaml.YAMLToJSON([]byte("? " + s + "\n: 0\n"))
 	if err != nil {
 		return "", false
 	}

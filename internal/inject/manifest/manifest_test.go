@@ -77,6 +77,7 @@ func TestReadExactNumbers(t *testing.T) {
 		{"negative zero", "-0", json.Number("-0")},
 		{"an exponent", "1E+2", json.Number("1E+2")},
 		{"an integer", "12345678901234567890", json.Number("12345678901234567890")},
+		{"an integer beyond uint64 below 1e21", "100000000000000000100", json.Number("100000000000000000100")},
 		{"quoted", `"1e400"`, "1e400"},
 		{"tagged", "!!float 1.50", json.Number("1.5")},
 		{"YAML 1.1 hexadecimal, as kubectl reads it", "0x1F", json.Number("31")},
@@ -174,9 +175,11 @@ func TestJSONKey(t *testing.T) {
 		{"kind", "kind"}, {"app.kubernetes.io/name", "app.kubernetes.io/name"}, {`"1.50"`, "1.50"}, {"'yes'", "yes"},
 		{"8080", "8080"}, {"-1", "-1"}, {"007", "7"}, {"1.50", "1.5"}, {"0x1F", "31"}, {"+1", "1"}, {"yes", "true"}, {"Off", "false"},
 		{"!!str 5", "5"}, {"with space", "with space"}, {"é", "é"},
+		{"? 0" + strings.Repeat("e", 1100) + "\n", "0" + strings.Repeat("e", 1100)},
 	}
 	for _, tt := range tests {
-		docs, _ := read(t, tt.yaml+": v\n")
+		text := tt.yaml + ": v\n" // an explicit key ("? k\n") takes its value on the next line
+		docs, _ := read(t, text)
 		var got []string
 		for k := range docs[0].Object {
 			got = append(got, k)
@@ -185,7 +188,7 @@ func TestJSONKey(t *testing.T) {
 			t.Errorf("%s: read as (-want +got):\n%s", tt.yaml, diff)
 		}
 		var n yaml3.Node
-		if err := yaml3.Unmarshal([]byte(tt.yaml+": v\n"), &n); err != nil {
+		if err := yaml3.Unmarshal([]byte(text), &n); err != nil {
 			t.Fatal(err)
 		}
 		if k, ok := jsonKey(n.Content[0].Content[0]); k != tt.want || !ok {

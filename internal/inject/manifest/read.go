@@ -61,9 +61,7 @@ func yamlObject(text []byte) (map[string]any, []byte, error) {
 		if err := distinctKeys(doc.Content[0]); err != nil {
 			return nil, nil, err
 		}
-		if needsExact(obj) || floatText(text) {
-			exact(doc.Content[0], obj)
-		}
+		exact(doc.Content[0], obj)
 	}
 	read, err := canonical(obj)
 	return obj, read, err
