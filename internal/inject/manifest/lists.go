@@ -30,18 +30,7 @@ func mergeSequence(n *yaml3.Node, o, v []any) (*yaml3.Node, error) {
 	for _, c := range content {
 		headComment(c)
 	}
-	return withContent(n, content, newNodes(content)), nil
-}
-
-// newNodes is the nodes of content that render made: those without a place in the input.
-func newNodes(content []*yaml3.Node) []*yaml3.Node {
-	var fresh []*yaml3.Node
-	for _, c := range content {
-		if c.Line == 0 {
-			fresh = append(fresh, c)
-		}
-	}
-	return fresh
+	return withContent(n, content), nil
 }
 
 // named reports whether every element of l is an object with a name, no two the same.

@@ -77,12 +77,10 @@ func mergeMapping(n *yaml3.Node, o, v map[string]any) (*yaml3.Node, error) {
 		}
 	}
 	slices.Sort(added)
-	var fresh []*yaml3.Node
 	for _, k := range added {
-		r := render(v[k])
-		content, fresh = append(content, stringNode(k), r), append(fresh, r)
+		content = append(content, stringNode(k), render(v[k]))
 	}
-	return withContent(n, content, fresh), nil
+	return withContent(n, content), nil
 }
 
 // keyComment returns the key k of the value v. A block collection's line comment is its key's
@@ -111,16 +109,17 @@ func isBlock(n *yaml3.Node) bool {
 	return (n.Kind == yaml3.MappingNode || n.Kind == yaml3.SequenceNode) && n.Style&yaml3.FlowStyle == 0 && len(n.Content) > 0
 }
 
-// withContent gives the collection n its new content, of which added are new nodes. A flow
-// collection becomes a block one when it was empty (its style was no choice: {} is how YAML
-// writes an empty mapping), and when an object or list is added to it: inject adds lists of
-// mounts and variables to a container written {name: app, image: app}, which would otherwise
-// become one line of hundreds of characters. Its old flow values stay flow. (In a flow
-// collection, yaml.v3 writes every collection in flow style.)
-func withContent(n *yaml3.Node, content []*yaml3.Node, added []*yaml3.Node) *yaml3.Node {
+// withContent gives the collection n its new content. A flow collection becomes a block one
+// when it was empty (its style was no choice: {} is how YAML writes an empty mapping), and when
+// it gets an object or list, which render makes a block: inject adds lists of mounts and
+// variables to a container written {name: app, image: app}, which would otherwise become one
+// line of hundreds of characters. Since YAML allows no block inside a flow collection (and
+// yaml.v3 writes one as flow), this goes up through the flow collections around it, to the
+// first block one; their old values stay flow.
+func withContent(n *yaml3.Node, content []*yaml3.Node) *yaml3.Node {
 	grows := len(n.Content) == 0 && len(content) > 0
-	for _, a := range added {
-		grows = grows || (a.Kind == yaml3.MappingNode || a.Kind == yaml3.SequenceNode) && len(a.Content) > 0
+	for _, c := range content {
+		grows = grows || isBlock(c)
 	}
 	if grows {
 		n.Style &^= yaml3.FlowStyle

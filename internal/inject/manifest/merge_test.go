@@ -107,6 +107,13 @@ func TestWriteMerge(t *testing.T) {
 		},
 		want: "containers:\n# app\n- name: app\n  args: [a]\n  env:\n  - name: A\n    value: \"1\"\n",
 	}, {
+		name: "up through the flow collections around it",
+		in:   "items:\n- {kind: Pod, spec: {containers: [{name: a, args: [x]}]}, metadata: {name: p}} # pod\n",
+		change: func(o map[string]any) {
+			at(o, "items", 0, "spec", "containers", 0).(map[string]any)["env"] = []any{map[string]any{"name": "A"}}
+		},
+		want: "items:\n# pod\n- kind: Pod\n  spec:\n    containers:\n    - name: a\n      args: [x]\n      env:\n      - name: A\n  metadata: {name: p}\n",
+	}, {
 		name:   "the document's indentation",
 		in:     "spec:\n    template:\n        a: 1\n    list:\n        - x\n",
 		change: func(o map[string]any) { at(o, "spec", "template").(map[string]any)["b"] = []any{"z"} },
