@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sidesync/sidesync/internal/inject/manifest"
+	"github.com/sidesync/sidesync/internal/manifest/stream"
 )
 
 var updateExamples = flag.Bool("update", false, "rewrite deploy/examples from deploy/examples/plain")
@@ -74,7 +74,7 @@ func exampleFile(t *testing.T, plain string) string {
 
 // TestExamples fails when an example in deploy/examples is not what kubectl sidesync inject
 // makes of the plain manifest beside it (-update rewrites them), and when an example no
-// longer has its plain manifest.
+// longer has its plain stream.
 func TestExamples(t *testing.T) {
 	want := map[string]bool{"rbac.yaml": true} // written by hand: nothing to inject
 	for _, plain := range plainExamples(t) {
@@ -120,7 +120,7 @@ func manifestObjects(t *testing.T, path string) []map[string]any {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	docs, _, err := manifest.Read(f)
+	docs, _, err := stream.Read(f)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}

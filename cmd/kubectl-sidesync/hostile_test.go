@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/inject/manifest"
+	"github.com/sidesync/sidesync/internal/manifest/stream"
 )
 
 // billionLaughs is the YAML alias bomb: nine levels of nine aliases, 9^9 strings once expanded.
@@ -103,7 +103,7 @@ func TestInjectHostileManifests(t *testing.T) {
 				if len(o.stderr) > 4096 {
 					t.Errorf("the error is %d bytes long: it should be one bounded line", len(o.stderr))
 				}
-				if limit := uint64(8 * manifest.MaxInput); allocated > limit {
+				if limit := uint64(8 * stream.MaxInput); allocated > limit {
 					t.Errorf("allocated %d MiB, more than %d MiB", allocated>>20, limit>>20)
 				}
 			})

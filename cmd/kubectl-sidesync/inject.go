@@ -19,9 +19,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/sidesync/sidesync/internal/inject"
-	"github.com/sidesync/sidesync/internal/inject/manifest"
 	"github.com/sidesync/sidesync/internal/inject/resolve"
-	workload "github.com/sidesync/sidesync/internal/manifest"
+	"github.com/sidesync/sidesync/internal/manifest"
+	stream "github.com/sidesync/sidesync/internal/manifest/stream"
 )
 
 const injectUsage = `Usage: kubectl sidesync inject [-f FILE|-] [flags]
@@ -96,7 +96,7 @@ func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, std
 		return 2
 	}
 	var reports []inject.Report
-	err = eachObject(docs, func(obj map[string]any, tm workload.TypeMeta, where string) (map[string]any, error) {
+	err = stream.Each(docs, func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
 		out, r, err := inject.Apply(obj, tm, cfg.opts, eps)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
@@ -108,7 +108,7 @@ func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n", err)
 		return 2
 	}
-	if err := manifest.Write(stdout, docs, format); err != nil {
+	if err := stream.Write(stdout, docs, format); err != nil {
 		fmt.Fprintf(stderr, "kubectl sidesync inject: writing the result: %v\n", err)
 		return 1
 	}
@@ -122,29 +122,29 @@ func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, std
 }
 
 // readInjectInput reads the manifest from file, or stdin for "-".
-func readInjectInput(file string, stdin io.Reader) ([]manifest.Document, manifest.Format, error) {
+func readInjectInput(file string, stdin io.Reader) ([]stream.Document, stream.Format, error) {
 	if file == "-" {
-		return manifest.Read(stdin)
+		return stream.Read(stdin)
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, manifest.YAML, err
+		return nil, stream.YAML, err
 	}
 	defer f.Close()
-	return manifest.Read(f)
+	return stream.Read(f)
 }
 
 // injectEntrypoints resolves, with --resolve, the images of the containers to wrap that have
 // no command. An image that cannot be read is a warning: its containers are left alone, and
 // inject's own warning says what to add; with --strict it is an error naming the image and its
 // containers. The error is about the input (as Apply's) or, with --strict, the registries.
-func injectEntrypoints(cfg injectConfig, docs []manifest.Document, stderr io.Writer) (inject.Entrypoints, error) {
+func injectEntrypoints(cfg injectConfig, docs []stream.Document, stderr io.Writer) (inject.Entrypoints, error) {
 	if !cfg.resolve {
 		return nil, nil
 	}
 	var images []string
 	users := imageUsers{}
-	err := eachObject(docs, func(obj map[string]any, tm workload.TypeMeta, where string) (map[string]any, error) {
+	err := stream.Each(docs, func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
 		imgs, err := inject.Images(obj, tm, cfg.opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
@@ -257,36 +257,4 @@ func checkInjectFlags(cfg *injectConfig, build buildinfo.Info, platforms []strin
 		errs = append(errs, err)
 	}
 	return errs
-}
-
-// eachObject calls fn with every object of the documents, a List's items one by one with the
-// type they inherit, and puts what fn returns in its place. where names the object in errors:
-// "document 2", "document 2, items[0]".
-func eachObject(docs []manifest.Document, fn func(obj map[string]any, tm workload.TypeMeta, where string) (map[string]any, error)) error {
-	for i := range docs {
-		d := &docs[i]
-		if d.Object == nil {
-			continue
-		}
-		doc := fmt.Sprintf("document %d", d.N)
-		var fnErr error
-		out, err := workload.Items(d.Object, func(item map[string]any, tm workload.TypeMeta, where string) (map[string]any, error) {
-			if where != "" {
-				where = doc + ", " + where
-			} else {
-				where = doc
-			}
-			out, err := fn(item, tm, where)
-			fnErr = err
-			return out, err
-		})
-		switch {
-		case fnErr != nil:
-			return fnErr // it names where
-		case err != nil:
-			return fmt.Errorf("%s: %w", doc, err)
-		}
-		d.Object = out
-	}
-	return nil
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/sidesync/sidesync/internal/inject/manifest"
 	rt "github.com/sidesync/sidesync/internal/inject/resolve/registrytest"
+	"github.com/sidesync/sidesync/internal/manifest/stream"
 )
 
 // resolveFixture serves two multi-platform images (each index with an attestation manifest)
@@ -43,7 +43,7 @@ func resolvedContainers(t *testing.T, pod string, args ...string) (cs []map[stri
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
-	docs, _, err := manifest.Read(strings.NewReader(stdout))
+	docs, _, err := stream.Read(strings.NewReader(stdout))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/sidesync/sidesync/internal/contract"
 
-	stream "github.com/sidesync/sidesync/internal/inject/manifest"
 	"github.com/sidesync/sidesync/internal/manifest"
+	"github.com/sidesync/sidesync/internal/manifest/stream"
 )
 
 // FuzzApply injects into the objects of arbitrary manifests (read as kubectl-sidesync reads
@@ -61,20 +61,20 @@ func FuzzApply(f *testing.F) {
 		if o.Validate() != nil {
 			return
 		}
-		_ = stream.Each(docs, func(obj map[string]any, _ string) (map[string]any, error) {
-			checkApply(t, obj, o, entrypoints(obj, entrypoint))
+		_ = stream.Each(docs, func(obj map[string]any, tm manifest.TypeMeta, _ string) (map[string]any, error) {
+			checkApply(t, obj, tm, o, entrypoints(obj, tm, entrypoint))
 			return obj, nil
 		})
 	})
 }
 
 // entrypoints gives every image of obj's pod the entrypoint's words, when there are some.
-func entrypoints(obj map[string]any, entrypoint string) Entrypoints {
+func entrypoints(obj map[string]any, tm manifest.TypeMeta, entrypoint string) Entrypoints {
 	words := strings.Fields(entrypoint)
 	if len(words) == 0 {
 		return nil
 	}
-	pod := podOf(obj)
+	pod := podOf(obj, tm)
 	if pod == nil {
 		return nil
 	}
@@ -85,18 +85,18 @@ func entrypoints(obj map[string]any, entrypoint string) Entrypoints {
 	return eps
 }
 
-func checkApply(t *testing.T, obj map[string]any, o Options, eps Entrypoints) {
+func checkApply(t *testing.T, obj map[string]any, tm manifest.TypeMeta, o Options, eps Entrypoints) {
 	t.Helper()
 	before := deepCopy(obj)
-	out, r, err := Apply(obj, manifest.TypeMeta{}, o, eps)
+	out, r, err := Apply(obj, tm, o, eps)
 	if !reflect.DeepEqual(before, obj) {
 		t.Fatalf("Apply changed its input")
 	}
 	if err != nil {
 		return
 	}
-	checkWrapped(t, obj, out, r, eps)
-	again, r2, err := Apply(out, manifest.TypeMeta{}, o, eps)
+	checkWrapped(t, obj, out, tm, r, eps)
+	again, r2, err := Apply(out, tm, o, eps)
 	if err != nil || r2.Changed || !sameJSON(again, out) {
 		t.Fatalf("Apply is not idempotent on %s: err %v, report %+v", r.Object, err, r2)
 	}
@@ -109,19 +109,19 @@ func checkApply(t *testing.T, obj map[string]any, o Options, eps Entrypoints) {
 		t.Fatalf("Read of the written output: %v", err)
 	}
 	read := docs[0].Object
-	again, r3, err := Apply(read, manifest.TypeMeta{}, o, eps)
+	again, r3, err := Apply(read, tm, o, eps)
 	if err != nil || r3.Changed || !sameJSON(again, read) {
 		t.Fatalf("Apply is not idempotent on %s once written and read: err %v, report %+v", r.Object, err, r3)
 	}
 }
 
 // checkWrapped checks every container Apply reports wrapped against the same container before.
-func checkWrapped(t *testing.T, obj, out map[string]any, r Report, eps Entrypoints) {
+func checkWrapped(t *testing.T, obj, out map[string]any, tm manifest.TypeMeta, r Report, eps Entrypoints) {
 	t.Helper()
 	if len(r.Wrapped) == 0 {
 		return
 	}
-	podIn, podOut := podOf(obj), podOf(out)
+	podIn, podOut := podOf(obj, tm), podOf(out, tm)
 	if podIn == nil || podOut == nil {
 		t.Fatalf("%s: wrapped %q, but no pod", r.Object, r.Wrapped)
 	}
@@ -218,14 +218,14 @@ func FuzzApplyPod(f *testing.F) {
 			if o.Validate() != nil {
 				return
 			}
-			checkApply(t, obj, o, entrypoints(obj, "/entry $(X)"))
+			checkApply(t, obj, manifest.TypeMeta{}, o, entrypoints(obj, manifest.TypeMeta{}, "/entry $(X)"))
 		}
 	})
 }
 
 // podOf reads the pod of obj, or nil.
-func podOf(obj map[string]any) *manifest.PodView {
-	w, err := manifest.Locate(obj, manifest.TypeMeta{})
+func podOf(obj map[string]any, tm manifest.TypeMeta) *manifest.PodView {
+	w, err := manifest.Locate(obj, tm)
 	if err != nil || w == nil {
 		return nil
 	}

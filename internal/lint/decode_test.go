@@ -63,7 +63,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"a field of the wrong type", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: r}\nspec: {template: {spec: {containers: oops}}}\n",
 			"document 1: Job/r: spec.template.spec.containers: not a list"},
 		{"a Job without its pod", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: r}\n", "document 1: Job/r: spec: missing"},
-		{"a List's broken item", "apiVersion: v1\nkind: List\nitems:\n- {metadata: {name: x}}\n", "document 1: items[0]: not a Kubernetes object: it has no kind"},
+		{"a List's broken item", "apiVersion: v1\nkind: List\nitems:\n- {metadata: {name: x}}\n", "document 1, items[0]: not a Kubernetes object: it has no kind"},
 		{"a List's item that is no object", "apiVersion: v1\nkind: List\nitems:\n- 3\n", "document 1: items[0]: not an object"},
 		{"a key twice (one value would be dropped)", "apiVersion: batch/v1\nkind: Job\nkind: Pod\n", "document 1"},
 		{"broken JSON", `{"apiVersion": "v1", "kind": "Pod",`, "document 1"},

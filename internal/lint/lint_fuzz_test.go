@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sidesync/sidesync/internal/inject/manifest"
+	"github.com/sidesync/sidesync/internal/manifest/stream"
 )
 
 // FuzzLint decodes arbitrary manifests and lints every Pod, Job and CronJob in them, as
@@ -70,12 +70,12 @@ func FuzzLint(f *testing.F) {
 		if again := lintAll(t, objs2); !reflect.DeepEqual(findings, again) {
 			t.Fatalf("Lint is not deterministic:\n%v\n%v", findings, again)
 		}
-		docs, format, err := manifest.Read(bytes.NewReader(data))
+		docs, format, err := stream.Read(bytes.NewReader(data))
 		if err != nil {
-			t.Fatalf("Decode read what manifest.Read refuses: %v", err)
+			t.Fatalf("Decode read what stream.Read refuses: %v", err)
 		}
 		var b bytes.Buffer
-		if err := manifest.Write(&b, docs, format); err != nil {
+		if err := stream.Write(&b, docs, format); err != nil {
 			t.Fatalf("Write: %v", err)
 		}
 		written, err := Decode(b.Bytes())

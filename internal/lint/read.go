@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/sidesync/sidesync/internal/inject/manifest"
-	workload "github.com/sidesync/sidesync/internal/manifest"
+	"github.com/sidesync/sidesync/internal/manifest"
+	stream "github.com/sidesync/sidesync/internal/manifest/stream"
 )
 
 // Decode reads manifests as kubectl takes them, with the reader kubectl sidesync inject uses:
@@ -23,38 +23,30 @@ func Decode(data []byte) ([]Object, error) {
 }
 
 // Read is Decode on a stream, with the reader's bounds: a stream larger than
-// manifest.MaxInput is refused after reading at most that much of it.
+// stream.MaxInput is refused after reading at most that much of it.
 func Read(r io.Reader) ([]Object, error) {
-	docs, _, err := manifest.Read(r)
+	docs, _, err := stream.Read(r)
 	if err != nil {
 		return nil, err
 	}
 	var objs []Object
-	for _, d := range docs {
-		if d.Object == nil {
-			continue
-		}
-		_, err := workload.Items(d.Object, func(item map[string]any, tm workload.TypeMeta, where string) (map[string]any, error) {
-			o, ok, err := objectOf(item, tm)
-			if err != nil {
-				return nil, withWhere(where, err)
-			}
-			if ok {
-				objs = append(objs, o)
-			}
-			return item, nil
-		})
+	err = stream.Each(docs, func(item map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
+		o, ok, err := objectOf(item, tm)
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", d.N, err)
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-	}
-	return objs, nil
+		if ok {
+			objs = append(objs, o)
+		}
+		return item, nil
+	})
+	return objs, err
 }
 
 // objectOf reads one object; ok is false for an object of a kind lint does not read.
-func objectOf(obj map[string]any, tm workload.TypeMeta) (Object, bool, error) {
-	w, err := workload.Locate(obj, tm)
-	var unsupported *workload.Unsupported
+func objectOf(obj map[string]any, tm manifest.TypeMeta) (Object, bool, error) {
+	w, err := manifest.Locate(obj, tm)
+	var unsupported *manifest.Unsupported
 	switch {
 	case errors.As(err, &unsupported):
 		return Object{Name: unsupported.Name, Unsupported: unsupported.Reason}, true, nil
@@ -68,11 +60,4 @@ func objectOf(obj map[string]any, tm workload.TypeMeta) (Object, bool, error) {
 		return Object{}, false, fmt.Errorf("%s: %w", w.Name, err)
 	}
 	return o, true, nil
-}
-
-func withWhere(where string, err error) error {
-	if where == "" {
-		return err
-	}
-	return fmt.Errorf("%s: %w", where, err)
 }

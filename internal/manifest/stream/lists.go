@@ -1,4 +1,4 @@
-package manifest
+package stream
 
 import (
 	yaml3 "go.yaml.in/yaml/v3"

@@ -1,4 +1,4 @@
-package manifest
+package stream
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-// Package manifest reads and writes what kubectl reads with -f: a stream of YAML documents
+// Package stream reads and writes what kubectl reads with -f: a stream of YAML documents
 // separated by ---, or of JSON objects, each a Kubernetes object (a List's items being objects
 // too). Objects are decoded JSON (map[string]any), never typed structs, so every field survives,
 // and numbers are kept exactly (json.Number).
@@ -6,13 +6,14 @@
 // Write changes no more than the objects changed: a document whose object is as it was read is
 // written back byte for byte, and a changed YAML document keeps its comments, key order and
 // untouched values (see Write).
-package manifest
+package stream
 
 import (
 	"bytes"
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
 // Format is how a stream is written.
@@ -86,37 +87,35 @@ func looksJSON(data []byte) bool {
 	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
 }
 
-// Each calls fn with every object of the documents, a List's items one by one (a List is an
-// object whose kind is List or ends in List, with items), and puts what fn returns in its
-// place. where names the object in errors: "document 2", "document 2, items[0]".
-func Each(docs []Document, fn func(obj map[string]any, where string) (map[string]any, error)) error {
+// Each calls fn with every object of the documents, a List's items one by one with the type an
+// item without one inherits (manifest.Items walks them), and puts what fn returns in its place.
+// where names the object in errors: "document 2", "document 2, items[0]"; fn's errors come back
+// as they are, and should name it.
+func Each(docs []Document, fn func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error)) error {
 	for i := range docs {
 		d := &docs[i]
 		if d.Object == nil {
 			continue
 		}
-		where := fmt.Sprintf("document %d", d.N)
-		items, isList := d.Object["items"].([]any)
-		if !isList || !strings.HasSuffix(fmt.Sprint(d.Object["kind"]), "List") {
-			out, err := fn(d.Object, where)
-			if err != nil {
-				return err
+		doc := fmt.Sprintf("document %d", d.N)
+		var fnErr error
+		out, err := manifest.Items(d.Object, func(item map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
+			if where == "" {
+				where = doc
+			} else {
+				where = doc + ", " + where
 			}
-			d.Object = out
-			continue
+			out, err := fn(item, tm, where)
+			fnErr = err
+			return out, err
+		})
+		switch {
+		case fnErr != nil:
+			return fnErr
+		case err != nil:
+			return fmt.Errorf("%s: %w", doc, err)
 		}
-		for j, it := range items {
-			w := fmt.Sprintf("%s, items[%d]", where, j)
-			obj, ok := it.(map[string]any)
-			if !ok {
-				return fmt.Errorf("%s: not an object", w)
-			}
-			out, err := fn(obj, w)
-			if err != nil {
-				return err
-			}
-			items[j] = out
-		}
+		d.Object = out
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package manifest
+package stream
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/internal/manifest"
 	yaml3 "go.yaml.in/yaml/v3"
 )
 
@@ -149,14 +150,14 @@ kind: ListView
 items: [{kind: Pod}]
 `)
 	var seen []string
-	err := Each(docs, func(obj map[string]any, where string) (map[string]any, error) {
-		seen = append(seen, where+" "+obj["kind"].(string))
+	err := Each(docs, func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
+		seen = append(seen, where+" "+obj["kind"].(string)+" "+tm.Kind)
 		return map[string]any{"kind": "Seen" + obj["kind"].(string)}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"document 1 Pod", "document 2, items[0] Job", "document 2, items[1] CronJob", "document 3, items[0] Pod", "document 4 ListView"}
+	want := []string{"document 1 Pod ", "document 2, items[0] Job ", "document 2, items[1] CronJob ", "document 3, items[0] Pod Pod", "document 4 ListView "}
 	if diff := cmp.Diff(want, seen); diff != "" {
 		t.Errorf("visited (-want +got):\n%s", diff)
 	}

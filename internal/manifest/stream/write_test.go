@@ -1,4 +1,4 @@
-package manifest
+package stream
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
 // write is Write that must succeed.
@@ -75,7 +76,7 @@ items:
 - kind: Secret # second
 `
 	docs, _ := read(t, in)
-	err := Each(docs, func(obj map[string]any, _ string) (map[string]any, error) {
+	err := Each(docs, func(obj map[string]any, _ manifest.TypeMeta, _ string) (map[string]any, error) {
 		if obj["kind"] != "Pod" {
 			return obj, nil
 		}
