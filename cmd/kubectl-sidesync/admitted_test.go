@@ -118,8 +118,9 @@ func admit(t *testing.T, c *kubetest.Cluster, m injected, obj map[string]any) {
 		t.Fatalf("%s: no path for kind %s", objName(obj), kind)
 	}
 	stored := dryRun(t, c, fmt.Sprintf(path, admitNamespace), inNamespace(obj), m.strict)
-	// inject wraps Pods, Jobs and CronJobs; a Deployment passes through.
-	wraps := kind != "Deployment"
+	// What inject sent wrapped is what the apiserver must store wrapped: a Deployment passes
+	// through, and so does a pod whose sidecars are all native with startup probes.
+	wraps := wrappedIn(t, obj)
 	checkArgv(t, objName(obj), stored, original(t, m.from, objName(obj)), wraps)
 	checkKept(t, objName(obj), obj, stored)
 	if kind == "Pod" {
@@ -329,6 +330,12 @@ func original(t *testing.T, from []map[string]any, name string) map[string][]str
 	}
 	t.Fatalf("%s is not in the manifest inject read", name)
 	return nil
+}
+
+// wrappedIn reports whether a manifest's object has a container wrapped.
+func wrappedIn(t *testing.T, obj map[string]any) bool {
+	spec, _ := podTemplate(t, obj)
+	return slices.ContainsFunc(podContainers(spec), func(c map[string]any) bool { return argvOf(c)[0] == contract.Binary })
 }
 
 // checkArgv checks the stored object's containers: a wrapped one runs contract.Binary with the

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/internal/contract"
 	"github.com/sidesync/sidesync/internal/corpus"
+	"github.com/sidesync/sidesync/internal/kubetest"
 	"github.com/sidesync/sidesync/internal/lint"
 	"github.com/sidesync/sidesync/internal/manifest"
 )
@@ -34,7 +37,15 @@ type ran struct {
 }
 
 func (r ran) String() string {
-	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
+	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, endLine(r.stdout), endLine(r.stderr))
+}
+
+// endLine ends text with a line break, saying so when it had none, as diff does.
+func endLine(text string) string {
+	if text == "" || strings.HasSuffix(text, "\n") {
+		return text
+	}
+	return text + "\n\\ no newline at the end\n"
 }
 
 // runAs runs kubectl-sidesync with args on stdin.
@@ -105,8 +116,13 @@ func checkCorpusInject(t *testing.T, in []byte, injected, after ran) {
 	if len(before) != len(out) {
 		t.Fatalf("%d objects in, %d out", len(before), len(out))
 	}
+	same := true
 	for i := range before {
 		checkObject(t, before[i], out[i])
+		same = same && cmp.Equal(before[i], out[i])
+	}
+	if same && injected.stdout != string(in) {
+		t.Errorf("inject changed no object, but did not write the input back byte for byte")
 	}
 	again := runAs([]string{"inject", "-f", "-"}, []byte(injected.stdout))
 	if again.code != 0 || again.stdout != injected.stdout {
@@ -160,14 +176,20 @@ func checkObject(t *testing.T, in, out map[string]any) {
 			t.Errorf("%s: container %s runs %q after --, want %q", w.Name, c.Name, c.Args, orig.Argv())
 		}
 	}
-	if diff := cmp.Diff(unowned(in), unowned(out)); diff != "" {
+	var wrappedNames []string
+	for _, c := range podOut.Containers {
+		if slices.Equal(c.Command, []string{contract.Binary}) {
+			wrappedNames = append(wrappedNames, c.Name)
+		}
+	}
+	if diff := cmp.Diff(unowned(in, wrappedNames), unowned(out, wrappedNames)); diff != "" {
 		t.Errorf("%s: inject changed what it does not own (-in +out):\n%s", w.Name, diff)
 	}
 }
 
-// unowned is obj without what inject owns: its annotations, volumes, init container, and in a
-// wrapped container the command, args, its variables and mounts.
-func unowned(obj map[string]any) map[string]any {
+// unowned is obj without what inject owns: its annotations, volumes, init container, and in the
+// wrapped containers (named) the command, args, its variables and mounts.
+func unowned(obj map[string]any, wrapped []string) map[string]any {
 	obj = copyJSON(obj)
 	w, err := manifest.Locate(obj, manifest.TypeMeta{})
 	if err != nil || w == nil {
@@ -190,7 +212,7 @@ func unowned(obj map[string]any) map[string]any {
 	cs, _ := spec["containers"].([]any)
 	for _, c := range cs {
 		cm, _ := c.(map[string]any)
-		if !slices.Equal(toStrings(cm["command"]), []string{contract.Binary}) {
+		if !slices.Contains(wrapped, manifest.Str(cm, "name")) {
 			continue
 		}
 		delete(cm, "command")
@@ -230,16 +252,6 @@ func dropNamed(v any, names ...string) any {
 	return out
 }
 
-func toStrings(v any) []string {
-	l, _ := v.([]any)
-	var out []string
-	for _, e := range l {
-		s, _ := e.(string)
-		out = append(out, s)
-	}
-	return out
-}
-
 // copyJSON is a deep copy of a decoded JSON object.
 func copyJSON(obj map[string]any) map[string]any {
 	b, err := json.Marshal(obj)
@@ -263,4 +275,108 @@ func corpusObjects(t *testing.T, data []byte) []map[string]any {
 		t.Fatal(err)
 	}
 	return manifestObjects(t, path)
+}
+
+// compare checks that an object inject wrote is admitted exactly when the object it read is,
+// with no warning more.
+func compare(t *testing.T, what string, was, now kubetest.Response) {
+	t.Helper()
+	t.Logf("%s: %d, %d warnings; injected: %d, %d warnings", what, was.Code, len(was.Warnings), now.Code, len(now.Warnings))
+	if (was.Code == http.StatusCreated) != (now.Code == http.StatusCreated) {
+		t.Errorf("%s: %d %.300s\ninjected: %d %.300s", what, was.Code, was.Body, now.Code, now.Body)
+	}
+	for _, w := range now.Warnings {
+		if !slices.Contains(was.Warnings, w) {
+			t.Errorf("%s: inject adds the warning %q", what, w)
+		}
+	}
+}
+
+// injectOne is what inject makes of one object.
+func injectOne(t *testing.T, obj map[string]any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runAs([]string{"inject", "-f", "-"}, b)
+	if r.code != 0 {
+		t.Fatalf("inject: %s", r)
+	}
+	return corpusObjects(t, []byte(r.stdout))[0]
+}
+
+// restrict makes a published object's pod meet Pod Security "restricted" as far as its
+// security settings go: non-root, no privilege escalation, no capabilities, the runtime's
+// seccomp profile.
+func restrict(obj map[string]any) map[string]any {
+	spec, _ := podTemplateOf(obj)
+	if spec == nil {
+		return obj
+	}
+	spec["securityContext"] = map[string]any{"runAsNonRoot": true, "runAsUser": json.Number("1000"), "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+	for _, key := range []string{"containers", "initContainers"} {
+		cs, _ := spec[key].([]any)
+		for _, c := range cs {
+			cm, _ := c.(map[string]any)
+			cm["securityContext"] = map[string]any{"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}}}
+		}
+	}
+	return obj
+}
+
+// podTemplateOf is the pod spec of a Pod, Job or CronJob.
+func podTemplateOf(obj map[string]any) (map[string]any, error) {
+	w, err := manifest.Locate(obj, manifest.TypeMeta{})
+	if err != nil || w == nil {
+		return nil, err
+	}
+	spec, _ := w.Template["spec"].(map[string]any)
+	return spec, nil
+}
+
+// dnsName is a name a ServiceAccount may have (some published manifests hold ${PLACEHOLDERS}).
+var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// TestCorpusAdmitted creates, with server-side dry run on a real kube-apiserver, every Pod, Job
+// and CronJob of the corpus as inject wrote it, next to the same object as published, in a
+// namespace that enforces Pod Security "restricted" (and warns of it, as it does for a Job's
+// template). inject must not make an object fail that passed, nor add a warning: the wrapper,
+// its volumes and its init container pass "restricted" themselves.
+func TestCorpusAdmitted(t *testing.T) {
+	ms, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kubetest.Start(t)
+	c.CreateNamespaceLabelled(t, admitNamespace, restricted)
+	accounts := map[string]bool{}
+	for _, m := range ms {
+		injected := runAs([]string{"inject", "-f", "-"}, m.Data)
+		if injected.code != 0 {
+			continue // inject and lint refuse it, as the API server would (TestCorpus)
+		}
+		before, after := corpusObjects(t, m.Data), corpusObjects(t, []byte(injected.stdout))
+		for i, obj := range after {
+			if w, err := manifest.Locate(obj, manifest.TypeMeta{}); err != nil || w == nil {
+				continue // not a Pod, Job or CronJob sidesync reads
+			}
+			path := resourcePaths[str(obj, "kind")]
+			spec, _ := podTemplate(t, obj)
+			if sa := str(spec, "serviceAccountName"); dnsName.MatchString(sa) && sa != "default" && !accounts[sa] {
+				accounts[sa] = true
+				c.CreateServiceAccount(t, admitNamespace, sa)
+			}
+			t.Run(m.Name+"/"+objName(obj), func(t *testing.T) {
+				send := func(o map[string]any) kubetest.Response {
+					return c.Send(t, http.MethodPost, fmt.Sprintf(path, admitNamespace)+"?dryRun=All", inNamespace(o))
+				}
+				compare(t, "as published", send(before[i]), send(obj))
+				// The same object made to pass "restricted" (as a team that enforces it writes
+				// it), then injected: what inject adds passes too.
+				r := restrict(copyJSON(before[i]))
+				compare(t, "restricted", send(r), send(injectOne(t, r)))
+			})
+		}
+	}
 }

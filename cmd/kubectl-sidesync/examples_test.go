@@ -5,11 +5,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sidesync/sidesync/internal/buildinfo"
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/manifest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -52,24 +55,13 @@ func injectExample(t *testing.T, plain string, args ...string) string {
 }
 
 // exampleFile is what deploy/examples/NAME.yaml holds: a header that says where it comes
-// from, the plain manifest's leading comments (inject's output has none), and inject's output.
+// from, then inject's output, which keeps the plain manifest's comments.
 func exampleFile(t *testing.T, plain string) string {
 	t.Helper()
-	src, err := os.ReadFile(plain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var comments strings.Builder
-	for line := range strings.Lines(string(src)) {
-		if !strings.HasPrefix(line, "#") {
-			break
-		}
-		comments.WriteString(line)
-	}
 	name := filepath.Base(plain)
 	return "# Generated from plain/" + name + " by `kubectl sidesync inject -f plain/" + name +
 		"` (sidesync " + exampleVersion + "); do not edit.\n# Edit plain/" + name + ", then run: " + exampleGenerate + "\n#\n" +
-		comments.String() + injectExample(t, plain)
+		injectExample(t, plain)
 }
 
 // TestExamples fails when an example in deploy/examples is not what kubectl sidesync inject
@@ -95,8 +87,8 @@ func TestExamples(t *testing.T) {
 			if diff := cmp.Diff(string(have), got); diff != "" {
 				t.Errorf("%s drifted from plain/%s (run %s) (-file +inject):\n%s", path, name, exampleGenerate, diff)
 			}
-			// The example is inject's fixed point: injecting it again changes nothing.
-			if diff := cmp.Diff(got[strings.Index(got, "apiVersion:"):], injectExample(t, path)); diff != "" {
+			// The example is inject's fixed point: injecting it again changes nothing, to the byte.
+			if diff := cmp.Diff(got, injectExample(t, path)); diff != "" {
 				t.Errorf("injecting %s again changes it (-once +twice):\n%s", path, diff)
 			}
 		})
@@ -133,31 +125,45 @@ func manifestObjects(t *testing.T, path string) []map[string]any {
 	return objs
 }
 
-// TestExamplesWrapEveryApp checks what the examples promise: in each, every app container is
-// wrapped, each sidecar it names is left alone, and the sidecars it shows are recorded.
+// TestExamplesWrapEveryApp checks what the examples promise: in each pod, every app container
+// is wrapped (the catalog says which are apps, as inject and lint read them), every sidecar,
+// orchestrator's container and init container is left alone, and the sidecars the pod holds
+// are recorded for the wrapper; or, where every sidecar is native with a startup probe,
+// nothing is touched at all.
 func TestExamplesWrapEveryApp(t *testing.T) {
 	for _, plain := range plainExamples(t) {
 		name := filepath.Base(plain)
-		for _, obj := range manifestObjects(t, filepath.Join(examplesDir, name)) {
+		before, after := manifestObjects(t, plain), manifestObjects(t, filepath.Join(examplesDir, name))
+		for i, obj := range after {
+			w, err := manifest.Locate(before[i], manifest.TypeMeta{})
+			if err != nil || w == nil {
+				continue
+			}
+			in, err := manifest.ReadWorkload(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sorted := catalog.Sort(in, catalog.Options{Requests: true})
 			spec, ann := podTemplate(t, obj)
-			var wrapped, left []string
+			var wrapped, apps []string
 			for _, c := range podContainers(spec) {
 				if argvOf(c)[0] == contract.Binary {
 					wrapped = append(wrapped, str(c, "name"))
-				} else if str(c, "name") != contract.InitContainer {
-					left = append(left, str(c, "name"))
 				}
 			}
-			if len(wrapped) != 1 {
-				t.Errorf("%s: %s wraps %q, want the one app container", name, objName(obj), wrapped)
+			for _, c := range sorted.Apps {
+				apps = append(apps, c.Name)
 			}
-			for _, l := range left {
-				if l != "cloud-sql-proxy" {
-					t.Errorf("%s: %s leaves %s alone, which is not a sidecar", name, objName(obj), l)
-				}
+			nativeOnly := len(sorted.Sidecars) > 0 && !slices.ContainsFunc(sorted.Sidecars, func(s *catalog.Sidecar) bool { return !s.Native || !s.StartupProbe })
+			switch {
+			case nativeOnly && len(wrapped) > 0:
+				t.Errorf("%s: %s wraps %q, but its sidecars are all native with startup probes", name, objName(obj), wrapped)
+			case !nativeOnly && !slices.Equal(wrapped, apps):
+				t.Errorf("%s: %s wraps %q, want its apps %q", name, objName(obj), wrapped, apps)
 			}
-			if strings.HasPrefix(name, "cloudsql") && ann[contract.SidecarsAnnotation] == "" {
-				t.Errorf("%s: %s does not record its Cloud SQL Auth Proxy in %s", name, objName(obj), contract.SidecarsAnnotation)
+			held := slices.ContainsFunc(sorted.Sidecars, func(s *catalog.Sidecar) bool { return s.Container != nil && s.Entry != nil })
+			if !nativeOnly && held && ann[contract.FoundAnnotation] == "" {
+				t.Errorf("%s: %s does not record the sidecars it holds in %s", name, objName(obj), contract.FoundAnnotation)
 			}
 		}
 	}

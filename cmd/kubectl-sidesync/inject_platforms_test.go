@@ -51,7 +51,7 @@ func TestInjectWritesWhatTheWrapperTakes(t *testing.T) {
 			`{"linux/amd64":["/srv"],"linux/arm64/v8":["/srv-arm64"]}`,
 			[]string{`kubectl sidesync inject: warning: image ` + host + `/t1:1: skipped the index entry sha256:`, `"linux/arm64/v8-beta" is not a platform`}},
 		{"one platform runs nothing", []rt.Platform{amd, {OS: "linux", Architecture: "arm64", Variant: "v8"}}, "",
-			[]string{`Pod/p: warning: container c: image ` + host + `/t2:1: its commands per platform are not a value the wrapper takes ("linux/arm64/v8": the command is empty)`}},
+			[]string{`Pod/p: warning: container c has no command, and the commands per platform of its image ` + host + `/t2:1 are not a value the wrapper takes ("linux/arm64/v8": the command is empty)`}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestInjectPlatformVariants(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.image+" "+tt.platform, func(t *testing.T) {
 			cs, stderr := resolvedContainers(t, podOf(host+"/"+tt.image), "--resolve", "--platform="+tt.platform)
-			if diff := cmp.Diff(append(resolvedFlags, tt.wantArgv), cs[0]["args"]); diff != "" {
+			if diff := cmp.Diff([]any{"--pod-info=/sidesync/podinfo", "--", tt.wantArgv}, cs[0]["args"]); diff != "" {
 				t.Errorf("args (-want +got):\n%s\nstderr:\n%s", diff, stderr)
 			}
 		})

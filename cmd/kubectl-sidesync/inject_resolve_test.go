@@ -13,7 +13,8 @@ import (
 
 // resolveFixture serves two multi-platform images (each index with an attestation manifest)
 // on loopback: same:1 runs the same argv on amd64 and arm64, differ:1 another ENTRYPOINT on
-// arm64. It returns a Pod that uses them, and missing:1, which the registry lacks.
+// arm64. It returns a Pod p that uses them, and a Pod q that uses missing:1, which the registry
+// lacks.
 func resolveFixture(t *testing.T) (pod, host string, same, differ v1.Hash) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // the default keychain, without the developer's credentials
 	host = rt.Start(t)
@@ -30,13 +31,21 @@ spec:
   containers:
   - {name: same, image: "` + host + `/same:1"}
   - {name: differ, image: "` + host + `/differ:1", args: [--verbose]}
+  - {name: explicit, image: "` + host + `/missing:1", command: [run]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: q}
+spec:
+  restartPolicy: Never
+  containers:
   - {name: missing, image: "` + host + `/missing:1"}
   - {name: explicit, image: "` + host + `/missing:1", command: [run]}
 `
 	return pod, host, same, differ
 }
 
-// resolvedContainers runs inject and returns the Pod's containers.
+// resolvedContainers runs inject and returns the containers of the Pods, p's then q's.
 func resolvedContainers(t *testing.T, pod string, args ...string) (cs []map[string]any, stderr string) {
 	t.Helper()
 	code, stdout, stderr := injectRun(t, pod, append([]string{injectImage}, args...)...)
@@ -47,28 +56,33 @@ func resolvedContainers(t *testing.T, pod string, args ...string) (cs []map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range docs[0].Object["spec"].(map[string]any)["containers"].([]any) {
-		cs = append(cs, c.(map[string]any))
+	for _, d := range docs {
+		for _, c := range d.Object["spec"].(map[string]any)["containers"].([]any) {
+			cs = append(cs, c.(map[string]any))
+		}
 	}
 	return cs, stderr
 }
 
-var resolvedFlags = []any{"--pod-info=/sidesync/podinfo", "--"}
+// resolvedFlags are the wrapper's flags of container name of Pod p, which has three apps.
+func resolvedFlags(name string) []any {
+	return []any{"--pod-info=/sidesync/podinfo", "--state-dir=/sidesync/state", "--container=" + name, "--"}
+}
 
 // TestInjectResolve: with --resolve, a container without a command gets its image's argv,
 // inlined when every platform agrees (escaped for kubelet) and per platform otherwise, and its
-// image pinned to the index's digest; an image that cannot be read leaves its container alone,
-// with warnings.
+// image pinned to the index's digest; an image that cannot be read leaves its pod alone, every
+// container of it, with warnings.
 func TestInjectResolve(t *testing.T) {
 	pod, host, same, differ := resolveFixture(t)
 	cs, stderr := resolvedContainers(t, pod, "--resolve")
-	if diff := cmp.Diff(append(resolvedFlags, "/srv", "--listen=$$(ADDR)"), cs[0]["args"]); diff != "" {
+	if diff := cmp.Diff(append(resolvedFlags("same"), "/srv", "--listen=$$(ADDR)"), cs[0]["args"]); diff != "" {
 		t.Errorf("same: args (-want +got):\n%s", diff)
 	}
 	if got, want := cs[0]["image"], host+"/same@"+same.String(); got != want {
 		t.Errorf("same: image %v, want %s", got, want)
 	}
-	if diff := cmp.Diff(resolvedFlags, cs[1]["args"]); diff != "" {
+	if diff := cmp.Diff(resolvedFlags("differ"), cs[1]["args"]); diff != "" {
 		t.Errorf("differ: args (-want +got):\n%s", diff)
 	}
 	if got, want := cs[1]["image"], host+"/differ@"+differ.String(); got != want {
@@ -81,13 +95,16 @@ func TestInjectResolve(t *testing.T) {
 	if diff := cmp.Diff(wantEnv, cs[1]["env"]); diff != "" {
 		t.Errorf("differ: env (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]any{"name": "missing", "image": host + "/missing:1"}, cs[2]); diff != "" {
-		t.Errorf("missing: changed (-want +got):\n%s", diff)
+	for i, want := range []map[string]any{{"name": "missing", "image": host + "/missing:1"}, {"name": "explicit", "image": host + "/missing:1", "command": []any{"run"}}} {
+		if diff := cmp.Diff(want, cs[3+i]); diff != "" {
+			t.Errorf("q: changed (-want +got):\n%s", diff)
+		}
 	}
 	for _, w := range []string{
 		"kubectl sidesync inject: warning: cannot read the image " + host + "/missing:1 from its registry: ",
-		"Pod/p: wrapped same, differ, explicit (init-copy); left missing (no command)\n",
-		"Pod/p: warning: container missing was not wrapped: it has no command",
+		"Pod/p: wrapped same, differ, explicit (init-copy)\n",
+		"Pod/q: left unchanged (an app container cannot be wrapped); left missing (no command), explicit (not wrapped: another app of the pod cannot be)\n",
+		"Pod/q: warning: container missing has no command",
 	} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("stderr does not say %q:\n%s", w, stderr)
@@ -99,17 +116,17 @@ func TestInjectResolve(t *testing.T) {
 func TestInjectResolvePlatform(t *testing.T) {
 	pod, _, _, _ := resolveFixture(t)
 	cs, _ := resolvedContainers(t, pod, "--resolve", "--platform=linux/amd64")
-	if diff := cmp.Diff(append(resolvedFlags, "/srv", "--verbose"), cs[1]["args"]); diff != "" {
+	if diff := cmp.Diff(append(resolvedFlags("differ"), "/srv", "--verbose"), cs[1]["args"]); diff != "" {
 		t.Errorf("differ's args (-want +got):\n%s", diff)
 	}
 }
 
-// TestInjectWithoutResolve: without --resolve, no registry is asked, and the containers without
-// a command are left alone.
+// TestInjectWithoutResolve: without --resolve, no registry is asked, and a pod with containers
+// without a command is left alone, all of it.
 func TestInjectWithoutResolve(t *testing.T) {
 	pod, host, _, _ := resolveFixture(t)
 	cs, stderr := resolvedContainers(t, pod)
-	if !strings.Contains(stderr, "Pod/p: wrapped explicit (init-copy); left same (no command), differ (no command), missing (no command)\n") ||
+	if !strings.Contains(stderr, "Pod/p: left unchanged (an app container cannot be wrapped); left same (no command), differ (no command), explicit (not wrapped: another app of the pod cannot be)\n") ||
 		cs[0]["image"] != host+"/same:1" || cs[0]["args"] != nil {
 		t.Errorf("stderr:\n%s\nsame: %v", stderr, cs[0])
 	}

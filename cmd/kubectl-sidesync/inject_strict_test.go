@@ -48,7 +48,7 @@ func TestInjectStrict(t *testing.T) {
 		{"not strict", manifests, []string{"--resolve", "--timeout=500ms"}, 0, []string{
 			"kubectl sidesync inject: warning: cannot read the image " + host + "/missing:1 from its registry: ",
 			"kubectl sidesync inject: warning: cannot read the image " + hung + "/slow:1 from its registry: ",
-			"Pod/p: wrapped ok (init-copy); left a (no command), b (no command), slow (no command)\n",
+			"Pod/p: left unchanged (an app container cannot be wrapped); left a (no command), b (no command), ok (not wrapped: another app of the pod cannot be), slow (no command)\n",
 		}},
 		{"strict without resolve", manifests, []string{"--strict"}, 2, []string{"--strict needs --resolve"}},
 	}

@@ -58,15 +58,15 @@ func TestInjectCommand(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 	want := "Job/report: wrapped job (init-copy); left istio-proxy (a known sidecar: istio), cloud-sql-proxy (a known sidecar: cloudsql)\n" +
-		"ConfigMap/settings: passed through (kind ConfigMap v1 is not injected)\n"
+		"ConfigMap/settings: passed through (kind ConfigMap v1 is not injected: only Pods, Jobs and CronJobs are)\n"
 	if diff := cmp.Diff(want, stderr); diff != "" {
 		t.Errorf("stderr (-want +got):\n%s", diff)
 	}
 	for _, piece := range []string{
-		"- --pod-info=/sidesync/podinfo\n        - --\n        - python\n        - job.py\n        - --date=$(DATE)\n        command:\n        - /sidesync/bin/sidesync\n",
-		"sidesync.io/sidecars: istio,cloudsql\n",
+		"command: [/sidesync/bin/sidesync]\n        args: [--pod-info=/sidesync/podinfo, --, python, job.py, --date=$(DATE)]\n",
+		"sidesync.io/found-sidecars: istio,cloudsql\n",
 		"image: ghcr.io/sidesync/sidesync:v9.9.9\n",
-		"\n---\napiVersion: v1\ndata:\n  a: \"1\"\nkind: ConfigMap\n",
+		"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: \"1\"}\n", // as it was, to the byte
 	} {
 		if !strings.Contains(stdout, piece) {
 			t.Errorf("stdout lacks %q:\n%s", piece, stdout)
@@ -95,8 +95,8 @@ func TestInjectFormats(t *testing.T) {
 	}
 	list := "apiVersion: v1\nkind: List\nitems:\n- " + pod + "\n- {apiVersion: v1, kind: Service, metadata: {name: s}}\n"
 	code, stdout, stderr = injectRun(t, list, "--filename=-", injectImage)
-	want := "Pod/p: wrapped a (init-copy)\nService/s: passed through (kind Service v1 is not injected)\n"
-	if code != 0 || stderr != want || strings.Count(stdout, "- /sidesync/bin/sidesync") != 1 {
+	want := "Pod/p: wrapped a (init-copy)\nService/s: passed through (kind Service v1 is not injected: only Pods, Jobs and CronJobs are)\n"
+	if code != 0 || stderr != want || strings.Count(stdout, "/sidesync/bin/sidesync") != 1 {
 		t.Errorf("List: exit %d, stderr %q\nstdout:\n%s", code, stderr, stdout)
 	}
 }
@@ -118,8 +118,8 @@ func TestInjectErrors(t *testing.T) {
 		{"malformed YAML in document 2", "kind: ConfigMap\n---\nkind: [Job\n", []string{injectImage}, []string{"-: document 2: "}},
 		{"a document that is no object", "kind: ConfigMap\n---\njust words\n", []string{injectImage}, []string{"-: document 2: not an object"}},
 		{"an unknown container", injectJob, []string{injectImage, "--containers=job,jbo"},
-			[]string{"document 1: Job/report: no container jbo (the containers are job, istio-proxy, cloud-sql-proxy)"}},
-		{"a sidecar named", injectJob, []string{injectImage, "--containers=istio-proxy"}, []string{"container istio-proxy is a known sidecar"}},
+			[]string{"document 1: Job/report: no app container jbo (the app containers are job)"}},
+		{"a sidecar named", injectJob, []string{injectImage, "--containers=istio-proxy"}, []string{"container istio-proxy is a sidecar: sidesync never wraps sidecars"}},
 		{"a bad object after a good one", "kind: ConfigMap\n---\n" + injectJob + "\n---\n{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: 3}}\n",
 			[]string{injectImage}, []string{"document 4: Pod/p: spec.containers: not a list"}},
 		{"no such file", "", []string{injectImage, "-f", "/nonexistent/job.yaml"}, []string{"/nonexistent/job.yaml: open"}},

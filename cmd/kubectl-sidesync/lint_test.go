@@ -80,7 +80,7 @@ func TestLintExitCodes(t *testing.T) {
 		wantOut    string // a piece of stdout; "" means empty
 		wantStderr string // a piece of stderr
 	}{
-		{"an error, stdin", lintHangs, nil, 1, "Job/report: error: container cloud-sql-proxy (Cloud SQL Auth Proxy) runs without --quitquitquit", "2 errors, 1 warning in 1 object\n"},
+		{"an error, stdin", lintHangs, nil, 1, "Job/report: error: container cloud-sql-proxy (Cloud SQL Auth Proxy) is a classic sidecar whose /quitquitquit endpoint (--quitquitquit) is off", "2 errors, 1 warning in 1 object\n"},
 		{"an error, -f -", lintHangs, []string{"-f", "-"}, 1, "Job/report: error:", "2 errors, 1 warning in 1 object"},
 		{"an error, -f FILE", "", []string{"-f", hangs}, 1, "Job/report: error:", "2 errors, 1 warning in 1 object"},
 		{"an error, --filename=FILE", "", []string{"--filename=" + hangs}, 1, "Job/report: error:", "2 errors"},
@@ -119,10 +119,10 @@ func TestLintExitCodes(t *testing.T) {
 func TestLintOutputText(t *testing.T) {
 	_, out, errOut := lintRun(lintHangs + "---\n" + lintWarns)
 	want := []string{
-		"Job/report: error: container cloud-sql-proxy (Cloud SQL Auth Proxy) is a classic sidecar and nothing tells it to quit: it keeps running after the app ends, so the Job never completes; wrap the app with sidesync (kubectl sidesync inject), or run it as a native sidecar (in initContainers, with restartPolicy: Always)",
-		"Job/report: error: container cloud-sql-proxy (Cloud SQL Auth Proxy) runs without --quitquitquit: nothing can tell it to quit, so the Job never completes; add --quitquitquit (and --admin-port if 9091 is taken), or run it as a native sidecar",
-		"Job/report: warning: container cloud-sql-proxy (Cloud SQL Auth Proxy) runs without --health-check: sidesync cannot wait for it, so the app may start before the proxy is ready; add --health-check (and --http-port if 9090 is taken)",
-		"Job/logs: warning: container fluent-bit is a native sidecar without a startupProbe: Kubernetes starts the app as soon as the sidecar's process runs, ready or not; add a startupProbe, or wrap the app with sidesync and name this sidecar (--sidecar http:ready=URL)",
+		"Job/report: error: container cloud-sql-proxy (Cloud SQL Auth Proxy) is a classic sidecar and nothing tells it to quit: it keeps running after the app ends, so the Job never completes; wrap the apps with sidesync (kubectl sidesync inject; an app without a command needs --resolve), or run it as a native sidecar (in initContainers, with restartPolicy: Always)",
+		"Job/report: error: container cloud-sql-proxy (Cloud SQL Auth Proxy) is a classic sidecar whose /quitquitquit endpoint (--quitquitquit) is off: nothing can tell it to quit, so the Job never completes; add --quitquitquit (and --admin-port if 9091 is taken), or run it as a native sidecar (in initContainers, with restartPolicy: Always)",
+		"Job/report: warning: container cloud-sql-proxy (Cloud SQL Auth Proxy) runs without its health check (--health-check): sidesync cannot wait for it, so the app may start before it is ready; add --health-check (and --http-port if 9090 is taken)",
+		"Job/logs: warning: container fluent-bit is a native sidecar without a startupProbe: Kubernetes starts the app as soon as the sidecar's process runs, ready or not; add a startupProbe, or wrap the apps with sidesync and name this sidecar (--sidecar http:ready=URL)",
 	}
 	if diff := cmp.Diff(want, strings.Split(strings.TrimSuffix(out, "\n"), "\n")); diff != "" {
 		t.Errorf("stdout (-want +got):\n%s", diff)

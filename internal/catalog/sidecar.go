@@ -86,17 +86,23 @@ func (s *Sidecar) read(v *manifest.PodView) {
 	if p, ok := s.port(v, e.QuitPort); ok {
 		s.Profile = s.Profile.WithPorts(0, p)
 	}
+	// A native sidecar is the kubelet's to stop, and one with a startup probe Kubernetes's to
+	// wait for: what is off then is worth no note.
 	if s.ReadyOff = s.off(v, e.ReadySwitch); s.ReadyOff != nil && s.Profile.Ready != nil {
-		s.Notes = append(s.Notes, e.Title+"'s "+s.ReadyOff.What+" is off: nothing to wait for ("+s.ReadyOff.Fix+")")
+		if !s.StartupProbe {
+			s.Notes = append(s.Notes, e.Title+"'s "+s.ReadyOff.What+" is off, so there is nothing to wait for: "+s.ReadyOff.Fix)
+		}
 		s.Profile.Ready = nil
 	}
 	switch s.QuitOff = s.off(v, e.QuitSwitch); {
 	case s.QuitOff == nil || s.Profile.Quit == nil:
 	case s.QuitOff.Certain:
-		s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off: it cannot be told to quit ("+s.QuitOff.Fix+")")
+		if !s.Native {
+			s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off, so it cannot be told to quit: "+s.QuitOff.Fix)
+		}
 		s.Profile.Quit = nil
-	default:
-		s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off unless "+s.QuitOff.Fix+" is done: the quit fails without it")
+	case !s.Native:
+		s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off unless the cluster turns it on, and the quit fails without it: "+s.QuitOff.Fix)
 	}
 	s.Profile.Native, s.Profile.StartupProbe = s.Native, s.StartupProbe
 }

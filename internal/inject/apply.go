@@ -90,7 +90,7 @@ func planObject(obj map[string]any, tm manifest.TypeMeta, o Options, eps Entrypo
 	case err != nil:
 		return nil, "", err
 	case w == nil:
-		return nil, fmt.Sprintf("kind %s is not injected: its pods are not run to completion, or it makes none", manifest.Name(obj, tm)), nil
+		return nil, fmt.Sprintf("kind %s %s is not injected: only Pods, Jobs and CronJobs are", manifest.Str(obj, "kind"), manifest.Str(obj, "apiVersion")), nil
 	}
 	p, err := planPod(w, o, eps)
 	if err != nil {
@@ -105,17 +105,19 @@ func planObject(obj map[string]any, tm manifest.TypeMeta, o Options, eps Entrypo
 // fill writes the plan into the report.
 func (p *plan) fill(r *Report) {
 	for _, d := range p.decisions {
-		switch d.act {
-		case wrap:
+		switch {
+		case d.unwrappable != "":
+			r.Left = append(r.Left, Left{d.c.Name, "no command"})
+		case d.act == leave:
+			r.Left = append(r.Left, Left{d.c.Name, d.why})
+		case p.unchanged != "" && d.act == keep:
+			r.Left = append(r.Left, Left{d.c.Name, "wrapped before, not updated: " + p.unchangedApps})
+		case p.unchanged != "":
+			r.Left = append(r.Left, Left{d.c.Name, "not wrapped: " + p.unchangedApps})
+		case d.act == wrap:
 			r.Wrapped = append(r.Wrapped, d.c.Name)
-		case keep:
-			r.AlreadyWrapped = append(r.AlreadyWrapped, d.c.Name)
 		default:
-			why := d.why
-			if d.unwrappable != "" {
-				why = "no command"
-			}
-			r.Left = append(r.Left, Left{d.c.Name, why})
+			r.AlreadyWrapped = append(r.AlreadyWrapped, d.c.Name)
 		}
 	}
 	r.Left = slices.Concat(p.left, r.Left)
@@ -128,9 +130,6 @@ func (p *plan) fill(r *Report) {
 	r.Warnings = p.warnings
 	if p.pod.RestartPolicy == "" && p.w.Kind != manifest.Pod {
 		r.Warnings = append(r.Warnings, "the pod template has no restartPolicy: a Job's pods need Never or OnFailure")
-	}
-	if p.unchanged != "" {
-		r.Wrapped, r.AlreadyWrapped = nil, nil
 	}
 }
 

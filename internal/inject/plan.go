@@ -48,8 +48,9 @@ type plan struct {
 	left      []Left     // the other containers, with why they are left alone
 	found     []string   // the sidecars the manifest shows, as --sidecar values
 	warnings  []string
-	// unchanged, when not empty, says why the whole pod is left as it is.
-	unchanged string
+	// unchanged, when not empty, says why the whole pod is left as it is; unchangedApps says it
+	// of the apps that could have been wrapped.
+	unchanged, unchangedApps string
 }
 
 // planPod decides what happens to every container of the pod, changing nothing. Its error is
@@ -107,8 +108,11 @@ func checkUniqueNames(pod *manifest.PodView) error {
 // containers: left alone, the sidecars the manifest holds recorded for the wrapper.
 func (p *plan) sidecars() {
 	for _, s := range p.sorted.Sidecars {
-		if s.Container == nil {
-			continue // announced: the mesh adds it, and its marks tell the wrapper
+		if s.Container == nil { // announced: the mesh adds it, and its marks tell the wrapper
+			for _, n := range s.Notes {
+				p.warnings = append(p.warnings, fmt.Sprintf("the %s sidecar that the %s asks for: %s", s.Entry.Title, s.Via, n))
+			}
+			continue
 		}
 		switch {
 		case s.Entry == nil:
@@ -203,12 +207,16 @@ func noCommand(c *manifest.Container) string {
 func (p *plan) allOrNone(o Options) {
 	for _, d := range p.decisions {
 		if d.unwrappable != "" {
-			p.unchanged = "an app container cannot be wrapped"
-			p.warnings = append(p.warnings, d.unwrappable+"; no container of the pod is wrapped, since the wrapped ones would tell the sidecars to quit while it still runs")
+			p.unchanged, p.unchangedApps = "an app container cannot be wrapped", "another app of the pod cannot be"
+			p.warnings = append(p.warnings, d.unwrappable)
 		}
+	}
+	if p.unchanged != "" && len(p.decisions) > 1 {
+		p.warnings = append(p.warnings, "no container of the pod is wrapped: inject wraps every app of a pod or none, so that the sidecars are never told to quit while an app still runs")
 	}
 	if p.unchanged == "" && !o.Force && p.nativeOnly() {
 		p.unchanged = "every sidecar is native with a startup probe: Kubernetes starts the apps after them and stops them after the apps end, so sidesync is not needed (--force wraps anyway)"
+		p.unchangedApps = "sidesync is not needed"
 	}
 	if p.unchanged != "" || len(p.wrapped()) == 0 {
 		return

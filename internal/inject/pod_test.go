@@ -68,7 +68,7 @@ func TestAllOrNone(t *testing.T) {
 	if diff := cmp.Diff(in, out); diff != "" || r.Changed || len(r.Wrapped) > 0 {
 		t.Errorf("report %q; the pod changed:\n%s", r, diff)
 	}
-	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "no container of the pod is wrapped") || !strings.Contains(r.Warnings[0], "container app has no command") {
+	if len(r.Warnings) != 2 || !strings.Contains(r.Warnings[0], "container app has no command") || !strings.Contains(r.Warnings[1], "no container of the pod is wrapped") {
 		t.Errorf("warnings %q", r.Warnings)
 	}
 	if !strings.Contains(r.String(), "left unchanged (an app container cannot be wrapped)") {
