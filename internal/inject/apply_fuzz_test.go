@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidesync/sidesync/internal/config"
+
 	"github.com/sidesync/sidesync/internal/contract"
 
 	"github.com/sidesync/sidesync/internal/manifest"
@@ -142,6 +144,7 @@ func checkWrapped(t *testing.T, obj, out map[string]any, tm manifest.TypeMeta, r
 		if dash < 0 {
 			t.Fatalf("%s: container %s wrapped without --: %q", r.Object, c.Name, c.Args)
 		}
+		checkWrapperTakes(t, r.Object, c)
 		var want []string
 		if len(in[i].Command) > 0 {
 			want = slices.Concat(in[i].Command, in[i].Args)
@@ -221,6 +224,23 @@ func FuzzApplyPod(f *testing.F) {
 			checkApply(t, obj, manifest.TypeMeta{}, o, entrypoints(obj, manifest.TypeMeta{}, "/entry $(X)"))
 		}
 	})
+}
+
+// checkWrapperTakes checks that the wrapper accepts what inject wrote for it: its flags, and the
+// restart and platform variables, read by the wrapper's own parser. inject never writes what
+// the wrapper refuses (it would exit 2 in the pod).
+func checkWrapperTakes(t *testing.T, object string, c *manifest.Container) {
+	t.Helper()
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if strings.HasPrefix(e.Name, "SIDESYNC_") && !e.From {
+			env[e.Name] = e.Value
+		}
+	}
+	_, err := config.Parse(config.ModeRun, c.Args, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("%s: the wrapper of container %s refuses what inject wrote (args %q, env %v): %v", object, c.Name, c.Args, env, err)
+	}
 }
 
 // podOf reads the pod of obj, or nil.

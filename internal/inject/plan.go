@@ -93,6 +93,8 @@ func (p *plan) check(o Options) error {
 // API server refuses it too, and what inject would wrap or report under that name would be
 // ambiguous (found by FuzzApply: of two containers "a", one was wrapped, and the report could
 // not say which).
+// (manifest.ReadPod has checked each name is one the API server takes, the rule the wrapper's
+// --container checks too.)
 func checkUniqueNames(pod *manifest.PodView) error {
 	seen := map[string]bool{}
 	for _, c := range pod.All() {

@@ -157,6 +157,9 @@ func readContainer(m map[string]any, path string) (*Container, error) {
 	if c.Name == "" {
 		return nil, fmt.Errorf("%s: no name", path)
 	}
+	if err := CheckContainerName(c.Name); err != nil {
+		return nil, fmt.Errorf("%s.name: %w (the API server refuses it too)", path, err)
+	}
 	var err error
 	if c.Command, err = StringsAt(m, "command", path); err != nil {
 		return nil, err
@@ -213,6 +216,22 @@ func (p *PodView) Container(name string) *Container {
 	for _, c := range p.All() {
 		if c.Name == name {
 			return c
+		}
+	}
+	return nil
+}
+
+// CheckContainerName checks that name is a name the API server takes for a container: a DNS
+// label (RFC 1123), at most 63 lower-case letters, digits and '-', starting and ending with a
+// letter or digit.
+func CheckContainerName(name string) error {
+	if name == "" || len(name) > 63 {
+		return fmt.Errorf("%q is not a container name: 1 to 63 characters", name)
+	}
+	for i, c := range name {
+		alnum := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+		if !alnum && (c != '-' || i == 0 || i == len(name)-1) {
+			return fmt.Errorf("%q is not a container name: lower-case letters, digits and '-', starting and ending with a letter or digit", name)
 		}
 	}
 	return nil

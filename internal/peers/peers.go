@@ -37,6 +37,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
 // State is what a container's mark says about it.
@@ -199,18 +201,6 @@ func write(dir, name, content string) error {
 	return err
 }
 
-// CheckName checks that name can be a container's name, and so a mark's: a DNS label (RFC 1123)
-// as Kubernetes requires of container names, at most 63 lower-case letters, digits and '-',
-// starting and ending with a letter or digit. It can be no path and no temporary file's name.
-func CheckName(name string) error {
-	if name == "" || len(name) > 63 {
-		return fmt.Errorf("%q is not a container name: 1 to 63 characters", name)
-	}
-	for i, c := range name {
-		alnum := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
-		if !alnum && (c != '-' || i == 0 || i == len(name)-1) {
-			return fmt.Errorf("%q is not a container name: lower-case letters, digits and '-', starting and ending with a letter or digit", name)
-		}
-	}
-	return nil
-}
+// CheckName checks that name can be a container's name (manifest.CheckContainerName), and so a
+// mark's: it can be no path and no temporary file's name.
+func CheckName(name string) error { return manifest.CheckContainerName(name) }

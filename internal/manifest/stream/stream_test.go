@@ -165,7 +165,7 @@ items: [{kind: Pod}]
 		t.Errorf("item not replaced: %v", got)
 	}
 	if err := Each([]Document{{N: 1, Object: map[string]any{"kind": "List", "items": []any{"x"}}}}, nil); err == nil ||
-		err.Error() != "document 1, items[0]: not an object" {
+		err.Error() != "document 1: items[0]: not an object" {
 		t.Errorf("Each over a bad item: %v", err)
 	}
 }
