@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -24,26 +25,38 @@ import (
 	stream "github.com/sidesync/sidesync/internal/manifest/stream"
 )
 
-const injectUsage = `Usage: kubectl sidesync inject [-f FILE|-] [flags]
+const injectUsage = `Usage: kubectl sidesync inject [-f FILE|-]... [flags]
 
-Wraps the containers of Pods, Jobs and CronJobs with sidesync, without rebuilding their images,
-and writes the result to stdout; objects of other kinds pass through unchanged, and a List's
-items are injected one by one. Input is YAML documents or JSON objects; YAML is written as YAML,
-JSON as JSON. One line per object on stderr says what was wrapped and what was left alone.
+Wraps the app containers of Pods, Jobs and CronJobs with sidesync, without rebuilding their
+images, and writes the result to stdout; objects of other kinds pass through unchanged, and a
+List's items are injected one by one. Input is YAML documents or JSON objects; YAML is written as
+YAML, JSON as JSON. A document inject does not change is written back byte for byte, and a
+changed one keeps its comments, key order and values. One line per object on stderr says what
+was wrapped and what was left alone.
 
   kubectl sidesync inject -f job.yaml | kubectl apply -f -
 
-Every regular container that is not a known sidecar (Istio, Linkerd, Cloud SQL Auth Proxy, ...)
-gets command [` + contract.Binary + `] and args [sidesync flags..., --, its command..., its args...];
-the sidecars the manifest shows are recorded in the annotation ` + contract.SidecarsAnnotation + `,
-which sidesync reads at run time. Injecting an injected object changes nothing.
+Every app container of a pod (a regular container that is neither a known sidecar, such as
+Istio's, Linkerd's or the Cloud SQL Auth Proxy, nor one its orchestrator stops, such as Airflow's
+XCom sidecar) gets command [` + contract.Binary + `] and args [sidesync flags..., --, its command...,
+its args...]; all of them or none: an app without a command whose image was not resolved leaves
+the pod unchanged, with a warning. With several apps, the wrappers share a small emptyDir and
+the last to end tells the sidecars to quit. The sidecars the manifest holds are recorded in the
+annotation ` + contract.FoundAnnotation + `, which sidesync reads at run time with the marks of
+sidecars a mesh injects later; your own ` + contract.SidecarsAnnotation + ` is kept as it is. A pod
+whose sidecars are all native with startup probes is left unchanged: Kubernetes already does what
+sidesync would. Injecting an injected object changes nothing; a wrapper injected before is
+brought up to date.
 
 Flags:
-  -f, --filename FILE   the manifest; - or none: stdin
+  -f, --filename FILE   a manifest; - or none: stdin; repeatable (every file is read before
+                        anything is written, and the results are written as one stream)
   --sidecar SPEC        a --sidecar value for every wrapper, in sidesync's syntax
                         (cloudsql:ready-port=9190,quit-port=9191); repeatable. It turns
                         sidesync's own detection of sidecars off.
-  --containers NAMES    wrap only these regular containers (comma-separated)
+  --containers NAMES    wrap only these app containers (comma-separated); the others are left,
+                        with a warning: the sidecars are told to quit when the wrapped ones end
+  --force               wrap a pod whose sidecars are all native with startup probes
   --delivery MODE       init-copy (default: an init container copies the binary into an
                         emptyDir) or image-volume (Kubernetes >= 1.35: the image is mounted)
   --image REF           the sidesync image (default: this release's, ` + buildinfo.ImageRepository + `:VERSION;
@@ -59,13 +72,15 @@ Flags:
                         out) is an error, exit 2 naming the image and its containers, and nothing
                         is written; without it, a warning, and its containers are left unwrapped
 
-Exit codes: 0 done (warnings on stderr), 2 bad flags or input, or with --strict an image that
-could not be read (nothing written), 1 the output could not be written.
+Exit codes: 0 done (warnings on stderr), 2 bad flags or input (a field of the wrong type, two
+containers of one name, a volume, mount or container that bears a name sidesync owns but that
+inject did not add), or with --strict an image that could not be read (nothing written), 1 the
+output could not be written.
 `
 
 // injectConfig is inject's command line, checked.
 type injectConfig struct {
-	file      string // "-" is stdin
+	files     []string // "-" is stdin
 	opts      inject.Options
 	resolve   bool
 	platforms []v1.Platform
@@ -85,18 +100,18 @@ func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n\nRun 'kubectl sidesync inject --help' for the flags.\n", err)
 		return 2
 	}
-	docs, format, err := readInjectInput(cfg.file, stdin)
+	inputs, err := readInjectInputs(cfg.files, stdin)
 	if err != nil {
-		fmt.Fprintf(stderr, "kubectl sidesync inject: %s: %v\n", cfg.file, err)
+		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n", err)
 		return 2
 	}
-	eps, err := injectEntrypoints(cfg, docs, stderr)
+	eps, err := injectEntrypoints(cfg, inputs, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n", err)
 		return 2
 	}
 	var reports []inject.Report
-	err = stream.Each(docs, func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
+	err = eachInput(inputs, func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
 		out, r, err := inject.Apply(obj, tm, cfg.opts, eps)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
@@ -108,7 +123,7 @@ func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n", err)
 		return 2
 	}
-	if err := stream.Write(stdout, docs, format); err != nil {
+	if err := writeInputs(stdout, inputs); err != nil {
 		fmt.Fprintf(stderr, "kubectl sidesync inject: writing the result: %v\n", err)
 		return 1
 	}
@@ -121,12 +136,36 @@ func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, std
 	return 0
 }
 
-// readInjectInput reads the manifest from file, or stdin for "-".
-func readInjectInput(file string, stdin io.Reader) ([]stream.Document, stream.Format, error) {
-	if file == "-" {
-		return stream.Read(stdin)
+// input is one manifest file read whole.
+type input struct {
+	name   string // as given; "-" is stdin
+	docs   []stream.Document
+	format stream.Format
+}
+
+// readInjectInputs reads every file ("-" is stdin) before anything is written, as kubectl reads
+// several -f; an error names the file.
+func readInjectInputs(files []string, stdin io.Reader) ([]input, error) {
+	var inputs []input
+	for _, name := range files {
+		in := input{name: name}
+		var err error
+		if name == "-" {
+			in.docs, in.format, err = stream.Read(stdin)
+		} else {
+			in.docs, in.format, err = readManifest(name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		inputs = append(inputs, in)
 	}
-	f, err := os.Open(file)
+	return inputs, nil
+}
+
+// readManifest reads one manifest file.
+func readManifest(name string) ([]stream.Document, stream.Format, error) {
+	f, err := os.Open(name)
 	if err != nil {
 		return nil, stream.YAML, err
 	}
@@ -134,17 +173,60 @@ func readInjectInput(file string, stdin io.Reader) ([]stream.Document, stream.Fo
 	return stream.Read(f)
 }
 
+// eachInput is stream.Each over every input, where naming the file when there are several.
+func eachInput(inputs []input, fn func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error)) error {
+	for _, in := range inputs {
+		err := stream.Each(in.docs, func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
+			if len(inputs) > 1 {
+				where = in.name + ": " + where
+			}
+			return fn(obj, tm, where)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeInputs writes the inputs as one stream, each as stream.Write writes it: JSON when every
+// input is JSON, else YAML, with a separator between two inputs.
+func writeInputs(w io.Writer, inputs []input) error {
+	format := stream.JSON
+	for _, in := range inputs {
+		if in.format == stream.YAML {
+			format = stream.YAML
+		}
+	}
+	var b bytes.Buffer
+	for i, in := range inputs {
+		if i > 0 && b.Len() > 0 {
+			if !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
+				b.WriteByte('\n')
+			}
+			if format == stream.YAML {
+				b.WriteString("---\n")
+			}
+		}
+		if err := stream.Write(&b, in.docs, format); err != nil {
+			return fmt.Errorf("%s: %w", in.name, err)
+		}
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
 // injectEntrypoints resolves, with --resolve, the images of the containers to wrap that have
 // no command. An image that cannot be read is a warning: its containers are left alone, and
 // inject's own warning says what to add; with --strict it is an error naming the image and its
 // containers. The error is about the input (as Apply's) or, with --strict, the registries.
-func injectEntrypoints(cfg injectConfig, docs []stream.Document, stderr io.Writer) (inject.Entrypoints, error) {
+func injectEntrypoints(cfg injectConfig, inputs []input, stderr io.Writer) (inject.Entrypoints, error) {
 	if !cfg.resolve {
 		return nil, nil
 	}
 	var images []string
 	users := imageUsers{}
-	err := stream.Each(docs, func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
+	err := eachInput(inputs, func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
 		imgs, err := inject.Images(obj, tm, cfg.opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
@@ -179,13 +261,14 @@ func injectEntrypoints(cfg injectConfig, docs []stream.Document, stderr io.Write
 
 // parseInjectFlags parses and checks the command line, naming every bad flag at once.
 func parseInjectFlags(args []string, build buildinfo.Info) (injectConfig, error) {
-	cfg := injectConfig{file: "-", timeout: time.Minute}
+	cfg := injectConfig{timeout: time.Minute}
 	var delivery, containers string
 	var platforms []string
 	fs := flag.NewFlagSet("inject", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.file, "f", "-", "")
-	fs.StringVar(&cfg.file, "filename", "-", "")
+	fs.Func("f", "", func(v string) error { cfg.files = append(cfg.files, v); return nil })
+	fs.Func("filename", "", func(v string) error { cfg.files = append(cfg.files, v); return nil })
+	fs.BoolVar(&cfg.opts.Force, "force", false, "")
 	fs.Func("sidecar", "", func(s string) error { cfg.opts.Sidecars = append(cfg.opts.Sidecars, s); return nil })
 	fs.StringVar(&containers, "containers", "", "")
 	fs.StringVar(&delivery, "delivery", string(inject.InitCopy), "")
@@ -198,6 +281,9 @@ func parseInjectFlags(args []string, build buildinfo.Info) (injectConfig, error)
 		return cfg, err
 	}
 	var errs []error
+	if len(cfg.files) == 0 {
+		cfg.files = []string{"-"}
+	}
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments %q (the manifest is given with -f)", fs.Args()))
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sidesync/sidesync/internal/buildinfo"
+	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/manifest/stream"
 )
 
 // devBuild is a development build: it has no image of its own.
@@ -152,5 +154,50 @@ func TestInjectHelp(t *testing.T) {
 	code, stdout, stderr := injectRun(t, "", "--help")
 	if code != 0 || !strings.HasPrefix(stdout, "Usage: kubectl sidesync inject") || stderr != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// TestInjectSeveralFiles: every -f is read, and the results are written as one stream (the
+// last file alone was written before).
+func TestInjectSeveralFiles(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	pod := func(name string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec: {restartPolicy: Never, containers: [{name: app, image: x, command: [run]}]}\n"
+	}
+	if err := os.WriteFile(a, []byte(pod("a")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte("# b\n"+pod("b")+"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := injectRun(t, "", "-f", a, "--filename", b, injectImage)
+	if code != 0 || stderr != "Pod/a: wrapped app (init-copy)\nPod/b: wrapped app (init-copy)\nConfigMap/c: passed through (kind ConfigMap v1 is not injected: only Pods, Jobs and CronJobs are)\n" {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	docs, _, err := stream.Read(strings.NewReader(stdout))
+	if err != nil || len(docs) != 3 || !strings.Contains(stdout, "\n---\n# b\napiVersion: v1\n") {
+		t.Errorf("%d documents (%v):\n%s", len(docs), err, stdout)
+	}
+	code, _, stderr = injectRun(t, "", "-f", a, "-f", filepath.Join(dir, "missing.yaml"), injectImage)
+	if code != 2 || !strings.Contains(stderr, "missing.yaml: open") {
+		t.Errorf("a missing second file: exit %d, %s", code, stderr)
+	}
+}
+
+// TestInjectForce: a pod whose sidecars are all native with startup probes is left unchanged,
+// saying why; --force wraps it.
+func TestInjectForce(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(examplesDir, "plain", "cloudsql-native.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := injectRun(t, string(src), injectImage)
+	if code != 0 || stdout != string(src) || !strings.Contains(stderr, "left unchanged (every sidecar is native with a startup probe") {
+		t.Errorf("without --force: exit %d, unchanged %v, stderr:\n%s", code, stdout == string(src), stderr)
+	}
+	code, stdout, stderr = injectRun(t, string(src), injectImage, "--force")
+	if code != 0 || !strings.Contains(stdout, contract.Binary) || !strings.Contains(stderr, "wrapped report (init-copy)") {
+		t.Errorf("--force: exit %d, stderr:\n%s", code, stderr)
 	}
 }
