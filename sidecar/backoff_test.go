@@ -46,7 +46,7 @@ func take(b Backoff, rand func() float64, n int) []time.Duration {
 }
 
 // TestDecorrelatedJitterVectors checks the Go port against the deterministic vectors of
-// sidecar-protocols.md section 13.2 (b = 1 s, values in 100 ns ticks). The reference allows one
+// docs/SIDECARS.md section 13.2 (b = 1 s, values in 100 ns ticks). The reference allows one
 // tick of difference for last-ulp differences between math libraries.
 func TestDecorrelatedJitterVectors(t *testing.T) {
 	tests := []struct {

@@ -25,7 +25,7 @@ const (
 	HTTPStatus CheckKind = iota
 	// EnvoyAdmin treats URL as an Envoy admin base URL: GET <URL>/ready must answer 200 (which
 	// Envoy does only in state LIVE); an Envoy too old to have /ready answers 404, and then
-	// GET <URL>/server_info must report "state": "LIVE" (sidecar-protocols.md 1.3, 1.4).
+	// GET <URL>/server_info must report "state": "LIVE" (docs/SIDECARS.md 1.3, 1.4).
 	EnvoyAdmin
 	// TCP is ready once URL's host and port (tcp://HOST:PORT) accept a connection.
 	TCP

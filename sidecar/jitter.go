@@ -15,7 +15,7 @@ import (
 //
 // with U_i uniform in [0, 1), computed in 100 ns ticks and truncated like the C# original, so the
 // cumulative wait before retry i has a median of about 2^i * Median. The sequence is endless; wrap
-// it in Limit to get Polly's retryCount (see Polly). Reference: sidecar-protocols.md section 13.
+// it in Limit to get Polly's retryCount (see Polly). Reference: docs/SIDECARS.md section 13.
 type DecorrelatedJitter struct {
 	// Median is Polly's medianFirstRetryDelay; negative counts as zero.
 	Median time.Duration

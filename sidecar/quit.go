@@ -37,7 +37,7 @@ type Call struct {
 }
 
 // EnvoyQuit returns the call that asks the Envoy whose admin base URL is admin to quit,
-// POST <admin>/quitquitquit (sidecar-protocols.md 1.5). Istio's agent takes the same call on its
+// POST <admin>/quitquitquit (docs/SIDECARS.md 1.5). Istio's agent takes the same call on its
 // own port (3.3).
 func EnvoyQuit(admin string) Call { return Call{URL: joinPath(admin, "quitquitquit")} }
 

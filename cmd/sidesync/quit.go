@@ -38,7 +38,7 @@ type restartRules struct {
 // quitWanted applies the quit policy and the container's restart rules to what happened.
 // on-success quits only after the command exited 0. A container that the kubelet restarts in
 // place after this exit keeps its sidecars, whatever the policy: the command is about to run
-// again, and would run without its proxy (kubernetes-delivery.md 1.2; scuttle's
+// again, and would run without its proxy (docs/KUBERNETES.md 2; scuttle's
 // NEVER_KILL_ISTIO_ON_FAILURE did this by hand for OnFailure). The exit code is the one this
 // container exits with, as the kubelet sees it (a signal death is 128+S).
 func quitWanted(policy config.QuitPolicy, rr restartRules, o outcome) quitSkip {

@@ -8,7 +8,7 @@ import (
 )
 
 // The environment contracts of the tools sidesync replaces, accepted unchanged so that users
-// switch without editing manifests (prior-art.md section (c)). The package comment gives the
+// switch without editing manifests (docs/PRIOR-ART.md 3). The package comment gives the
 // precedence; in short, sidesync's own settings decide where the sidecars are, and the other
 // tools' behaviour variables fill only what no flag or SIDESYNC_* variable set.
 

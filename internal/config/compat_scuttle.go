@@ -10,7 +10,7 @@ import (
 	"github.com/sidesync/sidesync/sidecar"
 )
 
-// scuttle's contract (prior-art.md (c)) minus its bugs: no pkill (a quit request instead),
+// scuttle's contract (docs/PRIOR-ART.md 3) minus its bugs: no pkill (a quit request instead),
 // readiness from Envoy's /ready or /server_info, bounded quits, invalid values rejected rather
 // than ignored.
 

@@ -5,7 +5,7 @@
 // Envoy, Istio, Linkerd, Consul, Dapr, Cloud SQL Proxy or Vault Agent.
 //
 // The source of truth for every answer is
-// shared/reference/sidecar-protocols.md; comments cite its sections as
+// docs/SIDECARS.md, which gives each fact with its upstream source; comments cite its sections as
 // "ref §N".
 //
 // # Layers

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// handleAdmin serves the admin endpoints the agent uses (sidecar-protocols.md §1).
+// handleAdmin serves the admin endpoints the agent uses (docs/SIDECARS.md §1).
 func (s *standIn) handleAdmin(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=UTF-8")
 	w.Header().Set("Cache-Control", "no-cache, max-age=0")
