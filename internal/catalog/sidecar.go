@@ -45,6 +45,10 @@ type Off struct {
 	// Certain: every place that can switch it on was read. Otherwise (Linkerd's proxy, whose
 	// variable the pod does not show yet) it may be on all the same, and it is still called.
 	Certain bool
+	// Hidden, when not empty, names the setting that decides and whose value the manifest does
+	// not show (a variable from a ConfigMap, a Secret or a field): the endpoint is taken as on,
+	// and the user is told to make sure it is.
+	Hidden string
 }
 
 // Name is the sidecar's profile name, or "" for a native sidecar the catalog does not know.
@@ -88,7 +92,13 @@ func (s *Sidecar) read(v *manifest.PodView) {
 	}
 	// A native sidecar is the kubelet's to stop, and one with a startup probe Kubernetes's to
 	// wait for: what is off then is worth no note.
-	if s.ReadyOff = s.off(v, e.ReadySwitch); s.ReadyOff != nil && s.Profile.Ready != nil {
+	switch s.ReadyOff = s.off(v, e.ReadySwitch); {
+	case s.ReadyOff == nil || s.Profile.Ready == nil:
+	case s.ReadyOff.Hidden != "":
+		if !s.StartupProbe {
+			s.Notes = append(s.Notes, hiddenNote(e.Title, s.ReadyOff))
+		}
+	default:
 		if !s.StartupProbe {
 			s.Notes = append(s.Notes, e.Title+"'s "+s.ReadyOff.What+" is off, so there is nothing to wait for: "+s.ReadyOff.Fix)
 		}
@@ -96,6 +106,10 @@ func (s *Sidecar) read(v *manifest.PodView) {
 	}
 	switch s.QuitOff = s.off(v, e.QuitSwitch); {
 	case s.QuitOff == nil || s.Profile.Quit == nil:
+	case s.QuitOff.Hidden != "":
+		if !s.Native {
+			s.Notes = append(s.Notes, hiddenNote(e.Title, s.QuitOff))
+		}
 	case s.QuitOff.Certain:
 		if !s.Native {
 			s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off, so it cannot be told to quit: "+s.QuitOff.Fix)
@@ -105,6 +119,12 @@ func (s *Sidecar) read(v *manifest.PodView) {
 		s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off unless the cluster turns it on, and the quit fails without it: "+s.QuitOff.Fix)
 	}
 	s.Profile.Native, s.Profile.StartupProbe = s.Native, s.StartupProbe
+}
+
+// hiddenNote says that an endpoint is switched by a setting whose value the manifest does not
+// show, and is taken as on.
+func hiddenNote(title string, off *Off) string {
+	return title + "'s " + off.What + " is switched by " + off.Hidden + ", whose value the manifest does not show (valueFrom): sidesync takes it as on; make sure it is true"
 }
 
 // readNative works out from the pod's annotations whether the injector adds (or added) the
@@ -135,6 +155,10 @@ func (s *Sidecar) port(v *manifest.PodView, sources []Source) (int, bool) {
 	for _, src := range sources {
 		src.port = true
 		val, set := s.value(v, src)
+		if !set && s.hidden(src) {
+			s.Notes = append(s.Notes, "the port "+src.String()+" sets comes from valueFrom, which the manifest does not show: assuming the default; give it a literal value, or name the port with --sidecar")
+			return 0, false
+		}
 		if !set {
 			continue
 		}
@@ -175,6 +199,9 @@ func (s *Sidecar) off(v *manifest.PodView, sw *Switch) *Off {
 			}
 			return &Off{Rule: sw.Rule, What: sw.What, Fix: sw.Fix, Certain: true}
 		}
+		if s.hidden(src) {
+			return &Off{Rule: sw.Rule, What: sw.What, Fix: sw.Fix, Hidden: src.String()}
+		}
 	}
 	return &Off{Rule: sw.Rule, What: sw.What, Fix: sw.Fix, Certain: certain}
 }
@@ -192,6 +219,12 @@ func (s *Sidecar) value(v *manifest.PodView, src Source) (string, bool) {
 		return FlagValue(s.Container.Argv(), src.Flag, src.Value == "" && !src.port)
 	}
 	return s.Container.EnvValue(src.Env)
+}
+
+// hidden reports whether src is a variable of the sidecar's container set with valueFrom (a
+// ConfigMap, a Secret, a field), whose value the manifest does not show.
+func (s *Sidecar) hidden(src Source) bool {
+	return src.Env != "" && s.Container != nil && s.Container.EnvFrom(src.Env)
 }
 
 // on reports whether a source's value switches it on: its Value, or for a boolean flag or

@@ -177,6 +177,51 @@ func TestCloudSQLSettings(t *testing.T) {
 	}
 }
 
+// TestHiddenSettings: a switch or a port set by a variable from a ConfigMap, a Secret or a field
+// has a value the manifest does not show. The endpoint is taken as on (calling it costs a
+// refused connection at worst; not calling it hangs the Job) and the default port stays, each
+// with a note that names the variable; a flag before it still decides.
+func TestHiddenSettings(t *testing.T) {
+	const image = `"image":"gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.28.0"`
+	from := func(name string) string {
+		return `{"name":"` + name + `","valueFrom":{"configMapKeyRef":{"name":"proxy","key":"k"}}}`
+	}
+	tests := []struct {
+		name, container, want string
+		hidden                []string // the variables the notes name
+	}{
+		{"both switches hidden", `{"name":"sql",` + image + `,"env":[` + from("CSQL_PROXY_HEALTH_CHECK") + `,` + from("CSQL_PROXY_QUITQUITQUIT") + `]}`,
+			"http://127.0.0.1:9090/startup, http://localhost:9091/quitquitquit", []string{"CSQL_PROXY_HEALTH_CHECK", "CSQL_PROXY_QUITQUITQUIT"}},
+		{"a flag before the hidden variable decides", `{"name":"sql",` + image + `,"args":["--health-check=false","--quitquitquit"],"env":[` + from("CSQL_PROXY_HEALTH_CHECK") + `,` + from("CSQL_PROXY_QUITQUITQUIT") + `]}`,
+			"-, http://localhost:9091/quitquitquit", nil},
+		{"a hidden port keeps the default", `{"name":"sql",` + image + `,"args":["--health-check","--quitquitquit"],"env":[` + from("CSQL_PROXY_ADMIN_PORT") + `]}`,
+			"http://127.0.0.1:9090/startup, http://localhost:9091/quitquitquit", []string{"CSQL_PROXY_ADMIN_PORT"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := catalog.Sort(podOf(t, `{"spec":{"containers":[{"name":"job"},`+tt.container+`]}}`), catalog.Options{})
+			s := p.Sidecars[0]
+			if got := endpoints(s); got != tt.want {
+				t.Errorf("endpoints %q, want %q", got, tt.want)
+			}
+			notes := strings.Join(s.Notes, "\n")
+			for _, v := range tt.hidden {
+				if !strings.Contains(notes, "variable "+v) || !strings.Contains(notes, "valueFrom") {
+					t.Errorf("no note names the hidden %s: %q", v, notes)
+				}
+			}
+			if n := strings.Count(notes, "valueFrom"); n != len(tt.hidden) {
+				t.Errorf("notes %q: %d about valueFrom, want one for each of %q", s.Notes, n, tt.hidden)
+			}
+			for _, off := range []*catalog.Off{s.ReadyOff, s.QuitOff} {
+				if off != nil && off.Hidden != "" && off.Certain {
+					t.Errorf("a hidden setting is not certainly off: %+v", off)
+				}
+			}
+		})
+	}
+}
+
 // TestQuitSwitches: Linkerd's /shutdown and Vault Agent's quit API are on only when the pod (or,
 // for Linkerd, the proxy's own variable) says so. Without the proxy's container the pod cannot
 // say whether Linkerd's Helm value turned it on: off, but not certainly, and still called.

@@ -191,3 +191,25 @@ func TestFromPod(t *testing.T) {
 		t.Errorf("cloudsql: %+v %+v", csql.Ready, csql.Quit)
 	}
 }
+
+// TestFromPodCloudSQLVariables: the Cloud SQL Auth Proxy configured by its CSQL_PROXY_ variables
+// (as its own example and its operator do), read from the Pod in the API as from its flags.
+func TestFromPodCloudSQLVariables(t *testing.T) {
+	const podJSON = `{"metadata":{"name":"job-x"},"spec":{"containers":[
+	  {"name":"job","image":"example/job"},
+	  {"name":"sql","image":"gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.28.0","args":["p:r:i"],"env":[
+	    {"name":"CSQL_PROXY_HEALTH_CHECK","value":"true"},{"name":"CSQL_PROXY_HTTP_PORT","value":"9190"},
+	    {"name":"CSQL_PROXY_QUITQUITQUIT","value":"true"},{"name":"CSQL_PROXY_ADMIN_PORT","value":"9191"}]}]}}`
+	p, err := readPod([]byte(podJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	found := r.fromPod(p, func(string) (string, bool) { return "", false })
+	if len(found) != 1 || found[0].Sidecar.Ready == nil || found[0].Sidecar.Quit == nil {
+		t.Fatalf("found %+v, want cloudsql with both endpoints", found)
+	}
+	if csql := found[0].Sidecar; csql.Ready.URL != "http://127.0.0.1:9190/startup" || csql.Quit.URL != "http://localhost:9191/quitquitquit" {
+		t.Errorf("cloudsql: %s, %s", csql.Ready.URL, csql.Quit.URL)
+	}
+}

@@ -20,7 +20,7 @@ import (
 // FuzzLint decodes arbitrary manifests and lints every Pod, Job and CronJob in them, as
 // `kubectl sidesync lint` does. Neither may panic; both are deterministic; every finding names
 // its object, has a known severity, a rule and a message; and the findings do not change when
-// the manifest is written and read again (by internal/inject/manifest, as inject does).
+// the manifest is written and read again (by internal/manifest/stream, as inject does).
 func FuzzLint(f *testing.F) {
 	told := `env: [{name: SIDESYNC_RESTART_POLICY, value: OnFailure}]`
 	rules42 := `restartPolicy: Never, restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42, 43]}}]`

@@ -114,6 +114,13 @@ func TestCloudSQL(t *testing.T) {
 		{"flags with values", job(noAnn, containers(wrapped, proxy(`, args: [--quitquitquit=true, --health-check=true, --admin-port, "9192"]`))), nil},
 		{"--quitquitquit=false counts as absent", job(noAnn, containers(wrapped, proxy(`, args: [--quitquitquit=false, --health-check]`))), []short{quit}},
 		{"--health-check=false counts as absent", job(noAnn, containers(wrapped, proxy(`, args: [--quitquitquit, --health-check=false]`))), []short{health}},
+		// The proxy reads each flag from a CSQL_PROXY_ variable too, as its own examples and its
+		// operator configure it.
+		{"both switched on by variables", job(noAnn, containers(wrapped, proxy(`, env: [{name: CSQL_PROXY_QUITQUITQUIT, value: "true"}, {name: CSQL_PROXY_HEALTH_CHECK, value: "true"}, {name: CSQL_PROXY_ADMIN_PORT, value: "9192"}]`))), nil},
+		{"a variable set to false counts as absent", job(noAnn, containers(wrapped, proxy(`, args: [--health-check], env: [{name: CSQL_PROXY_QUITQUITQUIT, value: "false"}]`))), []short{quit}},
+		{"the flag beats its variable", job(noAnn, containers(wrapped, proxy(`, args: [--quitquitquit=false, --health-check], env: [{name: CSQL_PROXY_QUITQUITQUIT, value: "true"}]`))), []short{quit}},
+		{"variables from a ConfigMap: warnings to make sure", job(noAnn, containers(wrapped, proxy(`, env: [{name: CSQL_PROXY_QUITQUITQUIT, valueFrom: {configMapKeyRef: {name: c, key: q}}}, {name: CSQL_PROXY_HEALTH_CHECK, valueFrom: {secretKeyRef: {name: s, key: h}}}]`))),
+			[]short{warningOf(RuleCloudSQLQuit, "cloud-sql-proxy"), health}},
 		{"older image name", job(noAnn, containers(wrapped, `{name: proxy, image: gcr.io/cloudsql-docker/cloudsql-proxy:1.33}`)),
 			[]short{errorOf(RuleCloudSQLQuit, "proxy"), warningOf(RuleCloudSQLHealth, "proxy")}},
 		{"v1 image, never wrapped", job(noAnn, containers(app, `{name: proxy, image: gcr.io/cloudsql-docker/gce-proxy:1.37.0, command: [/cloud_sql_proxy, -instances=p:r:db=tcp:5432]}`)),

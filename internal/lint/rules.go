@@ -151,7 +151,14 @@ func quitOff(p *pod) []Finding {
 		if n := nativeFix(s); n != "" {
 			f.Fix += ", or " + n
 		}
-		if !off.Certain && s.Entry.QuitSwitch.Maybe != "" {
+		switch {
+		case off.Hidden != "":
+			// Its value is in a ConfigMap, a Secret or a field: it may well be on.
+			f.Severity = Warning
+			f.Message = who(s) + " is a classic sidecar whose " + off.What + " is switched by " + off.Hidden +
+				", whose value the manifest does not show (valueFrom): unless it is true, nothing can tell it to quit, " + never
+			f.Fix = "make sure it is true, or give it a literal value"
+		case !off.Certain && s.Entry.QuitSwitch.Maybe != "":
 			f.Message = who(s) + " is a classic sidecar whose " + off.What + " is off unless the cluster turns it on (" +
 				s.Entry.QuitSwitch.Maybe + "): otherwise nothing can tell it to quit, " + never
 		}
@@ -168,7 +175,12 @@ func readyOff(p *pod) []Finding {
 	}
 	var fs []Finding
 	for _, s := range p.classic() {
-		if off := s.ReadyOff; off != nil {
+		switch off := s.ReadyOff; {
+		case off != nil && off.Hidden != "":
+			fs = append(fs, Finding{Severity: Warning, Rule: off.Rule, Container: s.ContainerName(),
+				Message: who(s) + "'s " + off.What + " is switched by " + off.Hidden + ", whose value the manifest does not show (valueFrom): unless it is true, sidesync cannot wait for it",
+				Fix:     "make sure it is true, or give it a literal value"})
+		case off != nil:
 			fs = append(fs, Finding{Severity: Warning, Rule: off.Rule, Container: s.ContainerName(),
 				Message: who(s) + " runs without its " + off.What + ": sidesync cannot wait for it, so the app may start before it is ready",
 				Fix:     off.Fix})
@@ -236,7 +248,7 @@ func nativeWithoutStartupProbe(p *pod) []Finding {
 		}
 		fix := "add a startupProbe, or wrap the apps with sidesync (kubectl sidesync inject), which waits for it"
 		switch {
-		case s.ReadyOff != nil:
+		case s.ReadyOff != nil && s.ReadyOff.Hidden == "":
 			fix = s.ReadyOff.Fix + " and a startupProbe on it"
 		case s.Entry == nil:
 			fix = "add a startupProbe, or wrap the apps with sidesync and name this sidecar (--sidecar http:ready=URL)"

@@ -63,7 +63,7 @@ func (c *Container) Native() bool { return c.Init && c.RestartPolicy == "Always"
 // here.
 func (c *Container) Argv() []string { return append(append([]string{}, c.Command...), c.Args...) }
 
-// Env looks up a variable: its literal value, and whether the container sets it to a literal
+// EnvValue looks up a variable: its literal value, and whether the container sets it to a literal
 // value that is not empty (an empty value counts as unset, as in sidesync's own settings).
 func (c *Container) EnvValue(name string) (string, bool) {
 	for _, e := range c.Env {
