@@ -74,15 +74,71 @@ func callsQuit(c *manifest.Container, quitPath string) bool {
 		return slices.ContainsFunc(argv[1:], func(a string) bool { return strings.Contains(a, quitPath) })
 	}
 	script, ok := shellScript(argv)
-	if !ok {
-		return false
-	}
+	return ok && scriptCallsQuit(script, quitPath, 0)
+}
+
+// scriptCallsQuit reports whether a shell script runs curl or wget on the quit path: as one of
+// its commands (after keywords such as if and prefixes such as exec or env), or in the script of
+// a trap, which runs when the shell exits. A mention elsewhere (an argument of echo or of another
+// program, a comment) is no call.
+func scriptCallsQuit(script, quitPath string, depth int) bool {
 	for _, cmd := range commandsOf(script) {
-		if len(cmd) > 0 && isHTTPClient(cmd[0]) && slices.ContainsFunc(cmd[1:], func(a string) bool { return strings.Contains(a, quitPath) }) {
-			return true
+		cmd = skipPrefixes(cmd)
+		switch {
+		case len(cmd) == 0:
+		case isHTTPClient(cmd[0]):
+			if slices.ContainsFunc(cmd[1:], func(a string) bool { return strings.Contains(a, quitPath) }) {
+				return true
+			}
+		case cmd[0] == "trap" && depth < 2:
+			args := cmd[1:]
+			if len(args) > 0 && args[0] == "--" {
+				args = args[1:]
+			}
+			if len(args) > 1 && scriptCallsQuit(args[0], quitPath, depth+1) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// skipPrefixes drops what comes before the program a simple command runs: shell keywords
+// (if, then, do, !, {), variable assignments, and the programs that run the next word (exec,
+// command, nohup, time, and env with its options). A comment runs nothing.
+func skipPrefixes(cmd []string) []string {
+	env := false
+	for len(cmd) > 0 {
+		w := cmd[0]
+		switch {
+		case strings.HasPrefix(w, "#"):
+			return nil
+		case w == "env":
+			env = true
+		case env && strings.HasPrefix(w, "-"):
+		case slices.Contains([]string{"if", "then", "else", "elif", "do", "while", "until", "!", "{", "exec", "command", "nohup", "time"}, w):
+		case isAssignment(w):
+		default:
+			return cmd
+		}
+		cmd = cmd[1:]
+	}
+	return nil
+}
+
+// isAssignment reports whether a word is NAME=VALUE, as a shell reads an assignment before a
+// command.
+func isAssignment(w string) bool {
+	name, _, ok := strings.Cut(w, "=")
+	if !ok || name == "" {
+		return false
+	}
+	for i, r := range name {
+		if !(r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // runsAwaitShutdown reports whether the container runs linkerd-await --shutdown, which tells
