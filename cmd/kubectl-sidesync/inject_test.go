@@ -125,6 +125,8 @@ func TestInjectErrors(t *testing.T) {
 		{"a bad object after a good one", "kind: ConfigMap\n---\n" + injectJob + "\n---\n{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: 3}}\n",
 			[]string{injectImage}, []string{"document 4: Pod/p: spec.containers: not a list"}},
 		{"no such file", "", []string{injectImage, "-f", "/nonexistent/job.yaml"}, []string{"/nonexistent/job.yaml: open"}},
+		{"a container name the API server refuses", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: Main_1, image: x, command: [run]}]}\n",
+			[]string{injectImage}, []string{`document 1: Pod/p: spec.containers[0].name: "Main_1" is not a container name`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

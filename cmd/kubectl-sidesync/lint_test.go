@@ -92,6 +92,8 @@ func TestLintExitCodes(t *testing.T) {
 			"Pod/p: info: no sidecar found", "0 errors, 0 warnings in 1 object"},
 		{"YAML that cannot be read", "kind: [\n", nil, 2, "", "kubectl sidesync lint: stdin: document 1"},
 		{"a second document that cannot be read", lintHangs + "---\nhello\n", nil, 2, "", "stdin: document 2: not an object (a mapping with apiVersion and kind)"},
+		{"a container name the API server refuses", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: Main_1, image: x, command: [run]}]}\n",
+			nil, 2, "", `stdin: document 1: Pod/p: spec.containers[0].name: "Main_1" is not a container name`},
 		{"a file that is not there", "", []string{"-f", filepath.Join(dir, "missing.yaml")}, 2, "", "reading " + filepath.Join(dir, "missing.yaml")},
 		{"an unknown flag", "", []string{"--bogus"}, 2, "", "flag provided but not defined: -bogus"},
 		{"an unknown output", lintHangs, []string{"-o", "yaml"}, 2, "", `--output "yaml": must be text or json`},
