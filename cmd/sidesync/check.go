@@ -3,8 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/sidesync/sidesync/internal/logfmt"
 	"github.com/sidesync/sidesync/internal/redact"
@@ -23,17 +24,16 @@ func (s *session) check(ctx context.Context, o outcome) int {
 		fmt.Fprintln(s.stdout, "no sidecar configured or detected")
 		return 0
 	}
-	w := tabwriter.NewWriter(s.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "SIDECAR\tREADY URL\tSTATE\tQUIT URL\tNATIVE")
+	rows := [][]string{{"SIDECAR", "READY URL", "STATE", "QUIT URL", "NATIVE"}}
 	code := 0
 	for _, sc := range o.plan.sidecars {
 		state, ready := s.probeOnce(ctx, sc)
 		if !ready {
 			code = exitUnavailable
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", sc.Name, urlOf(sc.Ready), state, quitURLOf(sc.Quit), nativeText(sc))
+		rows = append(rows, []string{sc.Name, urlOf(sc.Ready), state, quitURLOf(sc.Quit), nativeText(sc)})
 	}
-	w.Flush()
+	writeTable(s.stdout, rows)
 	if se := stopSignal(ctx); se != nil {
 		return 128 + int(se.sig)
 	}
@@ -66,4 +66,29 @@ func nativeText(sc sidecar.Sidecar) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// writeTable writes rows as aligned columns, two spaces apart, the last column unpadded (as
+// text/tabwriter does, which the pod binary does without).
+func writeTable(w io.Writer, rows [][]string) {
+	var widths []int
+	for _, r := range rows {
+		for i, cell := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for i, cell := range r {
+			b.WriteString(cell)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	io.WriteString(w, b.String())
 }

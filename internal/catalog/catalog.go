@@ -151,26 +151,26 @@ const (
 	Maybe                        // it depends on the injector's release or the cluster
 )
 
-// Entries returns the catalog, in the order of the README's tables and of detection. Each call
-// returns fresh values: a caller may change what it gets.
-func Entries() []Entry { return rows() }
+// Entries returns the catalog, in the order of the README's tables and of detection. The rows are
+// shared: read them, never change them.
+func Entries() []Entry { return slices.Clone(table) }
 
-// Lookup returns the row called name.
-func Lookup(name string) (Entry, bool) {
-	for _, e := range rows() {
-		if e.Name == name {
-			return e, true
+// Lookup returns the row called name, shared: read only.
+func Lookup(name string) (*Entry, bool) {
+	for i := range table {
+		if table[i].Name == name {
+			return &table[i], true
 		}
 	}
-	return Entry{}, false
+	return nil, false
 }
 
 // IsProfile reports whether the row is a profile that --sidecar names: every row but those of
 // containers an orchestrator stops.
-func (e Entry) IsProfile() bool { return e.StoppedBy == "" }
+func (e *Entry) IsProfile() bool { return e.StoppedBy == "" }
 
 // Generic reports whether the profile has no endpoints of its own: the user gives them.
-func (e Entry) Generic() bool { return e.ReadyWhen != "" }
+func (e *Entry) Generic() bool { return e.ReadyWhen != "" }
 
 // Profile returns the sidecar profile called name with its documented defaults, and whether
 // there is such a profile. Every URL can be changed on the returned value.
@@ -179,15 +179,30 @@ func Profile(name string) (sidecar.Sidecar, bool) {
 	if !ok || !e.IsProfile() {
 		return sidecar.Sidecar{}, false
 	}
-	return e.Sidecar, true
+	return fresh(e.Sidecar), true
+}
+
+// fresh is a copy of a row's profile that shares nothing with the row: its caller may change
+// its check and its call.
+func fresh(sc sidecar.Sidecar) sidecar.Sidecar {
+	if sc.Ready != nil {
+		r := *sc.Ready
+		sc.Ready = &r
+	}
+	if sc.Quit != nil {
+		q := *sc.Quit
+		q.Hints, q.Header = slices.Clone(q.Hints), slices.Clone(q.Header)
+		sc.Quit = &q
+	}
+	return sc
 }
 
 // ProfileNames lists the profiles, in documentation order.
 func ProfileNames() []string {
 	var names []string
-	for _, e := range rows() {
-		if e.IsProfile() {
-			names = append(names, e.Name)
+	for i := range table {
+		if table[i].IsProfile() {
+			names = append(names, table[i].Name)
 		}
 	}
 	return names

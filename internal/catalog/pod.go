@@ -24,7 +24,7 @@ type Pod struct {
 // Stopped is a container an orchestrator adds and stops itself.
 type Stopped struct {
 	Container *manifest.Container
-	Entry     Entry
+	Entry     *Entry // its row, shared: read only
 }
 
 // Options says what Sort reads.
@@ -37,7 +37,7 @@ type Options struct {
 
 // announced is a sidecar that a mark or a request on the pod names.
 type announced struct {
-	entry     Entry
+	entry     *Entry
 	via       string
 	requested bool
 	claimed   bool
@@ -53,28 +53,27 @@ func Sort(v *manifest.PodView, o Options) *Pod {
 			p.Inits = append(p.Inits, c)
 			continue
 		}
-		e, via, known := claim(ann, v, c)
+		e, via := claim(ann, v, c)
 		s := &Sidecar{Container: c, Via: via}
-		if known && e.IsProfile() { // a native sidecar is the kubelet's to stop, whoever added it
-			s.Entry = &e
+		if e != nil && e.IsProfile() { // a native sidecar is the kubelet's to stop, whoever added it
+			s.Entry = e
 		}
 		p.Sidecars = append(p.Sidecars, s)
 	}
 	for _, c := range v.Containers {
-		e, via, known := claim(ann, v, c)
+		e, via := claim(ann, v, c)
 		switch {
-		case !known:
+		case e == nil:
 			p.Apps = append(p.Apps, c)
 		case !e.IsProfile():
 			p.Stopped = append(p.Stopped, Stopped{Container: c, Entry: e})
 		default:
-			p.Sidecars = append(p.Sidecars, &Sidecar{Entry: &e, Container: c, Via: via})
+			p.Sidecars = append(p.Sidecars, &Sidecar{Entry: e, Container: c, Via: via})
 		}
 	}
 	for _, a := range ann {
 		if !a.claimed {
-			e := a.entry
-			p.Sidecars = append(p.Sidecars, &Sidecar{Entry: &e, Via: a.via, Requested: a.requested})
+			p.Sidecars = append(p.Sidecars, &Sidecar{Entry: a.entry, Via: a.via, Requested: a.requested})
 		}
 	}
 	for _, s := range p.Sidecars {
@@ -88,21 +87,21 @@ func Sort(v *manifest.PodView, o Options) *Pod {
 func announce(v *manifest.PodView, o Options) []*announced {
 	var out []*announced
 	seen := map[string]bool{}
-	add := func(e Entry, m Mark, requested bool) {
+	add := func(e *Entry, m Mark, requested bool) {
 		if !seen[e.Name] {
 			seen[e.Name] = true
 			out = append(out, &announced{entry: e, via: m.String(), requested: requested})
 		}
 	}
-	for _, e := range rows() {
-		if m, ok := e.marked(v, e.Marks); ok {
-			add(e, m, false)
+	for i := range table {
+		if m, ok := table[i].marked(v, table[i].Marks); ok {
+			add(&table[i], m, false)
 		}
 	}
 	if o.Requests {
-		for _, e := range rows() {
-			if m, ok := e.marked(v, e.Requests); ok {
-				add(e, m, true)
+		for i := range table {
+			if m, ok := table[i].marked(v, table[i].Requests); ok {
+				add(&table[i], m, true)
 			}
 		}
 	}
@@ -110,15 +109,16 @@ func announce(v *manifest.PodView, o Options) []*announced {
 }
 
 // claim finds what container c is: the sidecar an announcement names by its container's name,
-// else the first row whose Containers match it. via says what gave it away.
-func claim(ann []*announced, v *manifest.PodView, c *manifest.Container) (Entry, string, bool) {
+// else the first row whose Containers match it, or nil. via says what gave it away.
+func claim(ann []*announced, v *manifest.PodView, c *manifest.Container) (*Entry, string) {
 	for _, a := range ann {
 		if !a.claimed && a.entry.Container != "" && a.entry.Container == c.Name {
 			a.claimed = true
-			return a.entry, a.via + ", container " + c.Name, true
+			return a.entry, a.via + ", container " + c.Name
 		}
 	}
-	for _, e := range rows() {
+	for i := range table {
+		e := &table[i]
 		if !e.matches(v, c) {
 			continue
 		}
@@ -128,13 +128,13 @@ func claim(ann []*announced, v *manifest.PodView, c *manifest.Container) (Entry,
 				a.claimed, via = true, a.via+", "+via
 			}
 		}
-		return e, via, true
+		return e, via
 	}
-	return Entry{}, "", false
+	return nil, ""
 }
 
 // marked returns the first of marks that the pod carries, unless one of e.Unless is there too.
-func (e Entry) marked(v *manifest.PodView, marks []Mark) (Mark, bool) {
+func (e *Entry) marked(v *manifest.PodView, marks []Mark) (Mark, bool) {
 	for _, u := range e.Unless {
 		if u.On(v.Annotations, v.Labels) {
 			return Mark{}, false
@@ -149,7 +149,7 @@ func (e Entry) marked(v *manifest.PodView, marks []Mark) (Mark, bool) {
 }
 
 // matches reports whether c is a container that reveals e without a mark.
-func (e Entry) matches(v *manifest.PodView, c *manifest.Container) bool {
+func (e *Entry) matches(v *manifest.PodView, c *manifest.Container) bool {
 	for _, m := range e.Containers {
 		if m.Matches(v, c) {
 			return true

@@ -80,7 +80,7 @@ func (s *Sidecar) read(v *manifest.PodView) {
 		return
 	}
 	e := s.Entry
-	s.Profile = e.Sidecar
+	s.Profile = fresh(e.Sidecar)
 	if s.Container == nil {
 		s.readNative(v)
 	}

@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/regfile"
 )
 
 // MaxPodInfoFile is the most sidesync reads of a downward-API file, in bytes. Kubernetes caps a
@@ -80,59 +79,14 @@ func readWithin(ctx context.Context, read func() ([]byte, error)) ([]byte, error
 	}
 }
 
-// readRegular reads the regular file at path (following symlinks), at most limit bytes. Anything
-// else (a FIFO, a device, a directory, a socket) is refused after a non-blocking open, and so is
-// a file larger than limit, whatever its size says: /proc and /sys files claim sizes they do not
-// have. Errors name what the file is, not its path.
+// readRegular reads the downward-API file at path with regfile.Read, whose refusal of a file
+// larger than limit says why the bound is what it is.
 func readRegular(path string, limit int) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, unwrapPath(err)
+	data, err := regfile.Read(path, limit)
+	if _, tooLarge := errors.AsType[*regfile.TooLarge](err); tooLarge {
+		return nil, fmt.Errorf("%w: Kubernetes caps a pod's annotations at 256 KiB, quoted at most four times as large", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, unwrapPath(err)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s, not a regular file", fileKind(fi.Mode()))
-	case fi.Size() > int64(limit):
-		return nil, fmt.Errorf("larger than %d bytes (%d): Kubernetes caps a pod's annotations at 256 KiB, quoted at most four times as large", limit, fi.Size())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("cannot read it: %w", unwrapPath(err))
-	case len(data) > limit:
-		return nil, fmt.Errorf("larger than %d bytes: Kubernetes caps a pod's annotations at 256 KiB, quoted at most four times as large", limit)
-	}
-	return data, nil
-}
-
-// unwrapPath drops the *fs.PathError's operation and path, which the warning already names.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// fileKind names a file type that is not a regular file, for a warning.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "a special file (" + m.Type().String() + ")"
+	return data, err
 }
 
 // parseKeyValues reads the lines of a downward-API file; a line without "=" is skipped, and a

@@ -28,17 +28,15 @@ package peers
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sidesync/sidesync/internal/manifest"
+	"github.com/sidesync/sidesync/internal/regfile"
 )
 
 // State is what a container's mark says about it.
@@ -162,18 +160,9 @@ func parse(s string) Mark {
 	return Mark{State: Running}
 }
 
-// readMark reads a small regular file without blocking on anything else (a FIFO put there).
-func readMark(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", path)
-	}
-	return io.ReadAll(io.LimitReader(f, maxMark))
-}
+// readMark reads a mark: a small regular file, read without blocking on anything else (a FIFO
+// put there).
+func readMark(path string) ([]byte, error) { return regfile.Read(path, maxMark) }
 
 // write replaces the mark of container name in dir with content, atomically. The mark is
 // readable by all: the containers of a pod may run as different users.
