@@ -3,7 +3,6 @@ package sidecar
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sidesync/sidesync/internal/httpc"
+	"github.com/sidesync/sidesync/internal/jsonlite"
 )
 
 // prober sends the probes of one wait. It prepares each request once and sends them all over
@@ -194,15 +194,19 @@ func (p *prober) probeServerInfo(ctx context.Context) ProbeResult {
 
 // readServerInfo reads the state from a /server_info body, which it keeps.
 func readServerInfo(body []byte) infoVerdict {
-	var info struct {
-		State string `json:"state"`
-	}
 	v := infoVerdict{body: body, valid: true}
-	if err := json.Unmarshal(body, &info); err != nil {
+	info, err := jsonlite.Decode(body)
+	m, isObject := info.(map[string]any)
+	state, isString := m["state"].(string)
+	switch {
+	case err != nil:
 		v.notJSON = fmt.Errorf("server_info is not JSON: %w", err)
 		return v
+	case !isObject && info != nil, m["state"] != nil && !isString:
+		v.notJSON = fmt.Errorf("server_info has no state: %s", shorten(string(body), 80))
+		return v
 	}
-	v.state = info.State
+	v.state = state
 	if v.state != "LIVE" {
 		v.notLive = fmt.Errorf("server_info: state %s", strconv.Quote(v.state))
 	}

@@ -1,9 +1,9 @@
 package catalog
 
 import (
-	"encoding/json"
 	"slices"
 
+	"github.com/sidesync/sidesync/internal/jsonlite"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -234,10 +234,10 @@ const istioStatus = "sidecar.istio.io/status"
 // istioNativeByStatus reads Istio's status annotation: the proxy is native when it was injected
 // as an init container.
 func istioNativeByStatus(ann map[string]string) bool {
-	var st struct {
-		InitContainers []string `json:"initContainers"`
-	}
-	return json.Unmarshal([]byte(ann[istioStatus]), &st) == nil && slices.Contains(st.InitContainers, "istio-proxy")
+	st, err := jsonlite.Decode([]byte(ann[istioStatus]))
+	m, _ := st.(map[string]any)
+	inits, _ := m["initContainers"].([]any)
+	return err == nil && slices.Contains(inits, any("istio-proxy"))
 }
 
 // linkerdShutdown is the annotation that switches Linkerd's /shutdown endpoint on.

@@ -1,14 +1,13 @@
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/jsonlite"
 	"github.com/sidesync/sidesync/internal/restart"
 )
 
@@ -42,8 +41,7 @@ func (v restartRulesValue) String() string {
 	if v.rules == nil || *v.rules == nil {
 		return ""
 	}
-	b, _ := json.Marshal(*v.rules)
-	return string(b)
+	return restart.FormatRules(*v.rules)
 }
 
 func (v restartRulesValue) Set(s string) error {
@@ -67,7 +65,7 @@ func (v platformCommandsValue) String() string {
 	if v.m == nil || *v.m == nil {
 		return ""
 	}
-	b, _ := json.Marshal(*v.m) // sorted keys
+	b, _ := jsonlite.Append(nil, *v.m) // sorted keys
 	return string(b)
 }
 
@@ -93,13 +91,32 @@ const platformExample = `{"linux/amd64": ["/app", "--serve"], "linux/arm64": ["/
 // that inject never writes a value the wrapper refuses (a refused value stops the wrapper on
 // every platform).
 func ParsePlatformCommands(s string) (map[string][]string, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	var m map[string][]string
-	if err := dec.Decode(&m); err != nil || m == nil {
-		return nil, fmt.Errorf("not a JSON object from platform to command like %s: %v", platformExample, orNull(err))
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	v, err := jsonlite.Decode([]byte(s))
+	switch {
+	case errors.Is(err, jsonlite.ErrTrailing):
 		return nil, errors.New("not a JSON object from platform to command: something follows the object")
+	case err != nil:
+		return nil, fmt.Errorf("not a JSON object from platform to command like %s: %v", platformExample, err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("not a JSON object from platform to command like %s", platformExample)
+	}
+	m := make(map[string][]string, len(obj))
+	for key, cmd := range obj {
+		words, ok := cmd.([]any)
+		if !ok && cmd != nil {
+			return nil, fmt.Errorf("not a JSON object from platform to command like %s: %q: the command is not a list of strings", platformExample, key)
+		}
+		var argv []string
+		for _, w := range words {
+			s, ok := w.(string)
+			if !ok {
+				return nil, fmt.Errorf("not a JSON object from platform to command like %s: %q: the command is not a list of strings", platformExample, key)
+			}
+			argv = append(argv, s)
+		}
+		m[key] = argv
 	}
 	for _, key := range slices.Sorted(maps.Keys(m)) {
 		if err := CheckPlatform(key); err != nil {

@@ -2,9 +2,11 @@ package detect
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/sidesync/sidesync/internal/jsonlite"
+	"github.com/sidesync/sidesync/internal/manifest"
 )
 
 // ForbiddenError is the API server's 401 or 403 to the request for the pod: the service account
@@ -81,13 +83,12 @@ func serviceAccountOf(token string) (namespace, name string) {
 	if err != nil {
 		return "", ""
 	}
-	var claims struct {
-		Sub string `json:"sub"`
-	}
-	if json.Unmarshal(payload, &claims) != nil {
+	claims, err := jsonlite.Decode(payload)
+	if err != nil {
 		return "", ""
 	}
-	rest, ok := strings.CutPrefix(claims.Sub, "system:serviceaccount:")
+	m, _ := claims.(map[string]any)
+	rest, ok := strings.CutPrefix(manifest.Str(m, "sub"), "system:serviceaccount:")
 	if !ok {
 		return "", ""
 	}

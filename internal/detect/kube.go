@@ -1,9 +1,7 @@
 package detect
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sidesync/sidesync/internal/httpc"
+	"github.com/sidesync/sidesync/internal/jsonlite"
 	"github.com/sidesync/sidesync/internal/manifest"
 )
 
@@ -92,11 +91,13 @@ func podIdentity(o Options) (ns, name string) {
 
 // readPod reads a Pod object as internal/manifest reads every pod.
 func readPod(body []byte) (*manifest.PodView, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
+	v, err := jsonlite.Decode(body)
+	if err != nil {
 		return nil, err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("not a JSON object")
 	}
 	return manifest.ReadPod(obj, "")
 }

@@ -104,7 +104,7 @@ func setEnv(c *manifest.Container, pod *manifest.PodView, extra []any, drop ...s
 	env = append(withoutNamed(env, append(drop, policy, rules)...), extra...)
 	env = append(env, envVar(policy, string(spec.Policy)))
 	if spec.Rules != nil {
-		env = append(env, envVar(rules, c.RestartPolicyRules))
+		env = append(env, envVar(rules, restart.FormatRules(spec.Rules)))
 	}
 	c.M["env"] = env
 	return nil

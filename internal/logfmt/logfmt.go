@@ -32,7 +32,7 @@ func Round(d time.Duration) time.Duration {
 func New(w io.Writer, format string, level slog.Leveler, start time.Time) *slog.Logger {
 	w = redacting{w}
 	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: jsonAttr}))
+		return slog.New(&jsonHandler{w: w, mu: new(sync.Mutex), level: level})
 	}
 	return slog.New(&lineHandler{w: w, mu: new(sync.Mutex), level: level, timeline: format == "timeline", start: start})
 }
@@ -51,14 +51,6 @@ func (r redacting) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// jsonAttr renders durations as readable strings rather than integer nanoseconds.
-func jsonAttr(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
-		a.Value = slog.StringValue(Round(a.Value.Duration()).String())
-	}
-	return a
 }
 
 // lineHandler writes "2026-12-02T09:00:00.123Z sidesync INFO sidecar ready waited=1.2s": the

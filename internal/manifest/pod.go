@@ -1,8 +1,9 @@
 package manifest
 
 import (
-	"encoding/json"
 	"fmt"
+
+	"github.com/sidesync/sidesync/internal/jsonlite"
 )
 
 // PodView is a pod as sidesync reads it: its metadata and the parts of its spec that say which
@@ -171,7 +172,7 @@ func readContainer(m map[string]any, path string) (*Container, error) {
 		return nil, err
 	}
 	if rules, ok := m["restartPolicyRules"]; ok && rules != nil {
-		j, err := json.Marshal(rules)
+		j, err := jsonlite.Append(nil, rules)
 		if err != nil {
 			return nil, fmt.Errorf("%s.restartPolicyRules: %w", path, err)
 		}

@@ -6,12 +6,14 @@
 package restart
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/sidesync/sidesync/internal/jsonlite"
 )
 
 // Policy is a container's effective restartPolicy: its own, else its pod's.
@@ -75,24 +77,134 @@ const (
 // a value that is not a whole number, or a rule without exitCodes is an error. A rule that
 // sidesync does not understand could restart the container where sidesync would not expect it.
 func ParseRules(data string) ([]Rule, error) {
-	dec := json.NewDecoder(strings.NewReader(data))
-	dec.DisallowUnknownFields()
-	var rules []Rule
-	if err := dec.Decode(&rules); err != nil {
-		return nil, fmt.Errorf(`not a JSON list of restartPolicyRules like [{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]: %w`, err)
+	const notRules = `not a JSON list of restartPolicyRules like [{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]: `
+	v, err := jsonlite.Decode([]byte(data))
+	if err != nil {
+		return nil, fmt.Errorf(notRules+"%w", err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("not a JSON list of restartPolicyRules: something follows the list")
+	list, ok := v.([]any)
+	if !ok && v != nil {
+		return nil, fmt.Errorf(notRules+"%s", what(v))
 	}
-	for i, r := range rules {
+	rules := []Rule{} // given, and empty: known to have no rules
+	for i, e := range list {
+		r, err := ruleFrom(e)
+		if err != nil {
+			return nil, fmt.Errorf(notRules+"rule %d: %w", i, err)
+		}
 		if err := r.validate(); err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i, err)
 		}
-	}
-	if rules == nil {
-		rules = []Rule{} // given, and empty: known to have no rules
+		rules = append(rules, r)
 	}
 	return rules, nil
+}
+
+// ruleFrom reads one decoded rule, its fields and nothing else.
+func ruleFrom(v any) (Rule, error) {
+	var r Rule
+	m, err := object(v, "action", "exitCodes")
+	if err != nil || m == nil {
+		return r, err
+	}
+	a, err := str(m["action"], "action")
+	r.Action = Action(a)
+	if err != nil {
+		return r, err
+	}
+	ec, err := object(m["exitCodes"], "operator", "values")
+	if err != nil || ec == nil {
+		return r, err
+	}
+	r.ExitCodes = &ExitCodes{}
+	op, err := str(ec["operator"], "exitCodes operator")
+	r.ExitCodes.Operator = Operator(op)
+	if err != nil {
+		return r, err
+	}
+	switch values := ec["values"].(type) {
+	case nil:
+	case []any:
+		for _, e := range values {
+			n, ok := e.(jsonlite.Number)
+			code, err := strconv.ParseInt(string(n), 10, 32)
+			if !ok || err != nil {
+				return r, fmt.Errorf("exitCodes values: %s is not a whole number from %d to %d", what(e), math.MinInt32, math.MaxInt32)
+			}
+			r.ExitCodes.Values = append(r.ExitCodes.Values, int32(code))
+		}
+	default:
+		return r, fmt.Errorf("exitCodes values: %s, not a list", what(values))
+	}
+	return r, nil
+}
+
+// object reads a decoded JSON object that may have the given fields and no other; null is nil.
+func object(v any, fields ...string) (map[string]any, error) {
+	m, ok := v.(map[string]any)
+	if !ok && v != nil {
+		return nil, fmt.Errorf("%s, not an object", what(v))
+	}
+	for k := range m {
+		if !slices.Contains(fields, k) {
+			return nil, fmt.Errorf("unknown field %q", k)
+		}
+	}
+	return m, nil
+}
+
+// str reads a decoded JSON string; null is "".
+func str(v any, name string) (string, error) {
+	s, ok := v.(string)
+	if !ok && v != nil {
+		return "", fmt.Errorf("%s: %s, not a string", name, what(v))
+	}
+	return s, nil
+}
+
+// what names a decoded JSON value in a message: its text, short.
+func what(v any) string {
+	b, err := jsonlite.Append(nil, v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 40 {
+		b = append(b[:37], "..."...)
+	}
+	return string(b)
+}
+
+// FormatRules writes rules as the Kubernetes API writes them, and ParseRules reads them:
+// [{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}].
+func FormatRules(rules []Rule) string {
+	if rules == nil {
+		return "null"
+	}
+	b := []byte{'['}
+	for i, r := range rules {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(jsonlite.AppendString(append(b, `{"action":`...), string(r.Action)), `,"exitCodes":`...)
+		if r.ExitCodes == nil {
+			b = append(b, "null}"...)
+			continue
+		}
+		b = append(jsonlite.AppendString(append(b, `{"operator":`...), string(r.ExitCodes.Operator)), `,"values":`...)
+		if r.ExitCodes.Values == nil {
+			b = append(b, "null}}"...)
+			continue
+		}
+		b = append(b, '[')
+		for j, v := range r.ExitCodes.Values {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(v), 10)
+		}
+		b = append(b, "]}}"...)
+	}
+	return string(append(b, ']'))
 }
 
 func (r Rule) validate() error {
