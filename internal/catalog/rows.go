@@ -218,6 +218,14 @@ var table = []Entry{
 		StoppedBy:  "Airflow's KubernetesPodOperator, which stops it after the task's container ends",
 		Containers: []Match{{Name: "airflow-xcom-sidecar"}}},
 
+	// The Cloud Storage FUSE sidecar that GKE's CSI driver adds to a pod annotated
+	// gke-gcsfuse/volumes: "true" (as the first regular container where native sidecars are not
+	// used); in a Job's pod, or one with restartPolicy Never, it ends by itself once the other
+	// containers have exited (SIDECARS.md 16.4).
+	{Name: "gke-gcsfuse", Title: "GKE's Cloud Storage FUSE sidecar",
+		StoppedBy:  "GKE's Cloud Storage FUSE CSI driver, whose sidecar ends by itself after the other containers of a Job's pod",
+		Containers: []Match{{Name: "gke-gcsfuse-sidecar"}}},
+
 	// The sidecars of a Tekton TaskRun's pod, named "sidecar-" and the Task's name; Tekton stops
 	// them once the last step has ended (SIDECARS.md 16).
 	{Name: "tekton-sidecar", Title: "a Tekton Task's sidecar",

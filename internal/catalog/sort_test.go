@@ -74,6 +74,9 @@ func TestSort(t *testing.T) {
 		{"Tekton's sidecars in a TaskRun's pod", `{"metadata":{"labels":{"tekton.dev/taskRun":"build-1","app.kubernetes.io/managed-by":"tekton-pipelines"}},"spec":{
 			"containers":[{"name":"step-build","image":"golang","command":["/tekton/bin/entrypoint"]},{"name":"sidecar-docker","image":"docker:dind"}]}}`,
 			[]string{"sidecar-docker: stopped by tekton-sidecar", "step-build: app"}},
+		{"GKE's Cloud Storage FUSE sidecar, as a regular container", `{"metadata":{"annotations":{"gke-gcsfuse/volumes":"true"}},"spec":{"containers":[
+			{"name":"gke-gcsfuse-sidecar","image":"gke.gcr.io/gcs-fuse-csi-driver-sidecar-mounter:v1.4.3-gke.2","args":["--v=5"]},{"name":"train","image":"x"}]}}`,
+			[]string{"gke-gcsfuse-sidecar: stopped by gke-gcsfuse", "train: app"}},
 		{"a container called sidecar-x elsewhere is an app", `{"spec":{"containers":[{"name":"main"},{"name":"sidecar-x"}]}}`,
 			[]string{"main: app", "sidecar-x: app"}},
 		{"a native sidecar nobody knows", `{"spec":{"initContainers":[{"name":"log","image":"fluent/fluent-bit","restartPolicy":"Always"},{"name":"setup"}],"containers":[{"name":"job"}]}}`,
