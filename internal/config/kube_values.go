@@ -139,14 +139,6 @@ func CheckPlatform(key string) error {
 	return nil
 }
 
-// orNull explains a JSON null (which decodes without error into a nil map).
-func orNull(err error) any {
-	if err == nil {
-		return "null"
-	}
-	return err
-}
-
 // isPlatform reports whether s is os/arch or os/arch/variant, each part lower-case letters,
 // digits or underscores.
 func isPlatform(s string) bool {
