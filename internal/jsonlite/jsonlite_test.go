@@ -97,34 +97,29 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) { checkDecode(t, data) })
 }
 
-// TestAppendString writes strings as encoding/json does without HTML escaping.
+// checkAppendString: AppendString writes s as encoding/json does without HTML escaping.
+func checkAppendString(t *testing.T, s string) {
+	t.Helper()
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(AppendString(nil, s)); got != strings.TrimSuffix(want.String(), "\n") {
+		t.Errorf("AppendString(%q) = %s, encoding/json %s", s, got, want.String())
+	}
+}
+
 func TestAppendString(t *testing.T) {
 	for _, s := range []string{"", "plain", `"quoted" \ back`, "<a&b>", "\x00\x01\x1f\x7f", "\b\f\n\r\t", "é😀", "bad \xff\xfe", "\u2028\u2029", "\xed\xa0\x80"} {
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		if got := string(AppendString(nil, s)); got != strings.TrimSuffix(want.String(), "\n") {
-			t.Errorf("AppendString(%q) = %s, encoding/json %s", s, got, want.String())
-		}
+		checkAppendString(t, s)
 	}
 }
 
 func FuzzAppendString(f *testing.F) {
 	f.Add("a\"b\\c\n\x00\xff\u2028")
-	f.Fuzz(func(t *testing.T, s string) {
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		if got := string(AppendString(nil, s)); got != strings.TrimSuffix(want.String(), "\n") {
-			t.Errorf("AppendString(%q) = %s, encoding/json %s", s, got, want.String())
-		}
-	})
+	f.Fuzz(checkAppendString)
 }
 
 // TestAppendFloat writes floats as encoding/json does.

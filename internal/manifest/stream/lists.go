@@ -64,20 +64,10 @@ func byName(nodes []*yaml3.Node, o, v []any) ([]*yaml3.Node, error) {
 	for i, x := range o {
 		at[x.(map[string]any)["name"].(string)] = i
 	}
-	content := make([]*yaml3.Node, 0, len(v))
-	for _, x := range v {
+	return mergeEach(nodes, o, v, func(_ int, x any) (int, bool) {
 		i, ok := at[x.(map[string]any)["name"].(string)]
-		if !ok {
-			content = append(content, render(x))
-			continue
-		}
-		m, err := merge(nodes[i], o[i], x)
-		if err != nil {
-			return nil, err
-		}
-		content = append(content, m)
-	}
-	return content, nil
+		return i, ok
+	})
 }
 
 // byEnds keeps the nodes of the scalars o and v begin and end with, and merges the rest by
@@ -104,13 +94,20 @@ func byEnds(nodes []*yaml3.Node, o, v []any) ([]*yaml3.Node, error) {
 // byIndex merges each element of v into the node of o's element at its index, and renders
 // those beyond o's end.
 func byIndex(nodes []*yaml3.Node, o, v []any) ([]*yaml3.Node, error) {
+	return mergeEach(nodes, o, v, func(i int, _ any) (int, bool) { return i, i < len(o) })
+}
+
+// mergeEach merges each element of v into the node of the element of o that match names (its
+// index in o), and renders those that match none.
+func mergeEach(nodes []*yaml3.Node, o, v []any, match func(i int, x any) (int, bool)) ([]*yaml3.Node, error) {
 	content := make([]*yaml3.Node, 0, len(v))
 	for i, x := range v {
-		if i >= len(o) {
+		j, ok := match(i, x)
+		if !ok {
 			content = append(content, render(x))
 			continue
 		}
-		m, err := merge(nodes[i], o[i], x)
+		m, err := merge(nodes[j], o[j], x)
 		if err != nil {
 			return nil, err
 		}
