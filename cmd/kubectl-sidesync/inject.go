@@ -30,9 +30,10 @@ const injectUsage = `Usage: kubectl sidesync inject [-f FILE|-]... [flags]
 Wraps the app containers of Pods, Jobs and CronJobs with sidesync, without rebuilding their
 images, and writes the result to stdout; objects of other kinds pass through unchanged, and a
 List's items are injected one by one. Input is YAML documents or JSON objects; YAML is written as
-YAML, JSON as JSON. A document inject does not change is written back byte for byte, and a
-changed one keeps its comments, key order and values. One line per object on stderr says what
-was wrapped and what was left alone.
+YAML, JSON as JSON. A document inject does not change is written back byte for byte; a changed
+YAML document keeps its comments, key order and values, and a changed JSON one is written
+afresh (indented, keys sorted, values exact). One line per object on stderr says what was
+wrapped and what was left alone.
 
   kubectl sidesync inject -f job.yaml | kubectl apply -f -
 
