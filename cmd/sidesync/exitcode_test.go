@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TestExitCodes runs every row of the exit-code contract (STYLE.md) with real child processes
-// against a real emulated Envoy, and checks that the sidecar was told to quit each time.
+// TestExitCodes runs every row of the exit-code contract (README, "Exit codes") with real child
+// processes against a real emulated Envoy, and checks that the sidecar was told to quit each
+// time.
 func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	notExec := filepath.Join(dir, "not-executable")

@@ -13,7 +13,7 @@ import (
 )
 
 // exitCode is the one mapping from what happened to sidesync's exit code (the table in the
-// README and STYLE.md): the command's own code when it ran, 128+N for a stop signal before it
+// README, "Exit codes"): the command's own code when it ran, 128+N for a stop signal before it
 // started, 126/127 when it could not start, 69 when a sidecar was not there.
 func exitCode(o outcome) int {
 	switch {

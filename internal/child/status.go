@@ -1,7 +1,7 @@
 // Package child starts the wrapped command, forwards signals to it, and owns wait(2): one Reaper
 // reaps every child of the process (orphans too, when sidesync is PID 1 or a child subreaper) and
 // hands each started command its Status. Exit codes follow the shell/tini convention that the
-// project's exit-code contract documents (STYLE.md): N, 128+signal, 126, 127.
+// project's exit-code contract (README, "Exit codes") documents: N, 128+signal, 126, 127.
 package child
 
 import (
