@@ -125,6 +125,7 @@ func ruleFrom(v any) (Rule, error) {
 	switch values := ec["values"].(type) {
 	case nil:
 	case []any:
+		r.ExitCodes.Values = make([]int32, 0, len(values)) // [] stays [], as the API wrote it
 		for _, e := range values {
 			n, ok := e.(jsonlite.Number)
 			code, err := strconv.ParseInt(string(n), 10, 32)
