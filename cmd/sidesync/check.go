@@ -82,13 +82,10 @@ func writeTable(w io.Writer, rows [][]string) {
 	}
 	var b strings.Builder
 	for _, r := range rows {
-		for i, cell := range r {
-			b.WriteString(cell)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+2))
-			}
+		for i, cell := range r[:len(r)-1] {
+			fmt.Fprintf(&b, "%-*s", widths[i]+2, cell) // fmt pads by runes, as tabwriter counts
 		}
-		b.WriteByte('\n')
+		b.WriteString(r[len(r)-1] + "\n")
 	}
 	io.WriteString(w, b.String())
 }

@@ -8,18 +8,21 @@ import (
 
 	"github.com/sidesync/sidesync/internal/child"
 	"github.com/sidesync/sidesync/internal/config"
+	"github.com/sidesync/sidesync/internal/detect"
 )
 
 // session is one sidesync invocation: its validated configuration and its surroundings. Nothing
-// in it changes once the run begins; what happens is carried by each phase's result.
+// in it changes once the run begins but the downward-API volume, read once when first needed;
+// what happens is carried by each phase's result.
 type session struct {
 	cfg                   *config.Config
 	log                   *slog.Logger
 	stdin, stdout, stderr *os.File
 	lookupEnv             func(string) (string, bool)
 	start                 time.Time
-	signals               *signals      // the one owner of signal delivery
-	reaper                *child.Reaper // the one caller of wait(2)
+	signals               *signals        // the one owner of signal delivery
+	reaper                *child.Reaper   // the one caller of wait(2)
+	podInfo               *detect.PodInfo // the downward-API volume, once read (readPodInfo)
 }
 
 // outcome is what every phase of a run returned; the exit code and the summary are computed

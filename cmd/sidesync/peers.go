@@ -53,10 +53,10 @@ func (s *session) peerNames(ctx context.Context) ([]string, string) {
 	if s.cfg.Peers != nil {
 		return s.cfg.Peers, "--peers or SIDESYNC_PEERS"
 	}
-	pi := detect.ReadPodInfo(ctx, s.cfg.PodInfoDir)
+	pi := s.readPodInfo(ctx)
 	if !s.cfg.Detect {
 		for _, w := range pi.Warnings {
-			s.log.Warn(w) // detection, when it runs, reads the same files and says the same
+			s.log.Warn(w) // detection, when it runs, says the same
 		}
 	}
 	value, ok := pi.Annotations[contract.WrappedAnnotation]
@@ -75,6 +75,15 @@ func (s *session) peerNames(ctx context.Context) ([]string, string) {
 		}
 	}
 	return names, from
+}
+
+// readPodInfo reads the downward-API volume once, for the peers and for detection alike.
+func (s *session) readPodInfo(ctx context.Context) *detect.PodInfo {
+	if s.podInfo == nil {
+		pi := detect.ReadPodInfo(ctx, s.cfg.PodInfoDir)
+		s.podInfo = &pi
+	}
+	return s.podInfo
 }
 
 // peersMissing says what this container lacks to take part among several (only the annotation

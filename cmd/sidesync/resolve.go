@@ -40,7 +40,7 @@ func (s *session) resolve(ctx context.Context) plan {
 // detect runs detection and logs what it found, or why it found nothing.
 func (s *session) detect(ctx context.Context) plan {
 	r := detect.Detect(ctx, detect.Options{
-		PodInfoDir: s.cfg.PodInfoDir, KubeAPI: s.cfg.KubeAPI, ServiceAccountDir: s.cfg.ServiceAccountDir,
+		PodInfoDir: s.cfg.PodInfoDir, PodInfo: s.readPodInfo(ctx), KubeAPI: s.cfg.KubeAPI, ServiceAccountDir: s.cfg.ServiceAccountDir,
 		LookupEnv: s.detectEnv,
 	})
 	p := s.restartFromPod(r)

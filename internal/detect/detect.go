@@ -12,7 +12,9 @@ import (
 
 // Options says where to look.
 type Options struct {
-	PodInfoDir        string // downward-API volume with "annotations" and "labels"
+	PodInfoDir string // downward-API volume with "annotations" and "labels"
+	// PodInfo is that volume as the caller read it already (ReadPodInfo); nil: Detect reads it.
+	PodInfo           *PodInfo
 	KubeAPI           bool   // ask the Kubernetes API when the annotations say nothing
 	ServiceAccountDir string // token, ca.crt, namespace
 	LookupEnv         func(string) (string, bool)
@@ -46,7 +48,12 @@ type Result struct {
 // restarts this container in place (Result.Restart).
 func Detect(ctx context.Context, o Options) Result {
 	var r Result
-	pi := ReadPodInfo(ctx, o.PodInfoDir)
+	var pi PodInfo
+	if o.PodInfo != nil {
+		pi = *o.PodInfo
+	} else {
+		pi = ReadPodInfo(ctx, o.PodInfoDir)
+	}
 	r.Warnings = append(r.Warnings, pi.Warnings...)
 	switch {
 	case !pi.Found:

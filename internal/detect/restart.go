@@ -58,7 +58,7 @@ func containerName(lookupEnv func(string) (string, bool)) (variable, name string
 func ownRestarts(cs []*manifest.Container) []string {
 	var out []string
 	for _, c := range cs {
-		if c.RestartPolicy != "" || c.RestartPolicyRules != "" && c.RestartPolicyRules != "null" {
+		if c.RestartPolicy != "" || c.RestartPolicyRules != "" {
 			out = append(out, c.Name)
 		}
 	}

@@ -23,12 +23,6 @@ type Number string
 // String is the number as written.
 func (n Number) String() string { return string(n) }
 
-// Int64 is the number as an integer, if it is one that fits.
-func (n Number) Int64() (int64, error) { return strconv.ParseInt(string(n), 10, 64) }
-
-// Float64 is the number as a float.
-func (n Number) Float64() (float64, error) { return strconv.ParseFloat(string(n), 64) }
-
 // MaxDepth is how deeply arrays and objects may nest, as in encoding/json.
 const MaxDepth = 10000
 
@@ -441,14 +435,14 @@ type numberText interface {
 }
 
 func appendNumber(b []byte, n string) ([]byte, error) {
-	if !IsNumber(n) {
+	if !isNumber(n) {
 		return nil, fmt.Errorf("%w: number %q", ErrUnsupported, n)
 	}
 	return append(b, n...), nil
 }
 
-// IsNumber reports whether s is a JSON number, by JSON's grammar.
-func IsNumber(s string) bool {
+// isNumber reports whether s is a JSON number, by JSON's grammar.
+func isNumber(s string) bool {
 	if s == "" || !isNumberStart(s[0]) {
 		return false
 	}
