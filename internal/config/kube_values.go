@@ -103,7 +103,8 @@ func ParsePlatformCommands(s string) (map[string][]string, error) {
 		return nil, fmt.Errorf("not a JSON object from platform to command like %s", platformExample)
 	}
 	m := make(map[string][]string, len(obj))
-	for key, cmd := range obj {
+	for _, key := range slices.Sorted(maps.Keys(obj)) { // sorted: the same input, the same message
+		cmd := obj[key]
 		words, ok := cmd.([]any)
 		if !ok && cmd != nil {
 			return nil, fmt.Errorf("not a JSON object from platform to command like %s: %q: the command is not a list of strings", platformExample, key)

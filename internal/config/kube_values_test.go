@@ -87,3 +87,18 @@ func TestParsePlatformCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestParsePlatformCommandsSameMessage: with several bad platforms, the message names the same
+// one every time.
+func TestParsePlatformCommandsSameMessage(t *testing.T) {
+	const in = `{"linux/s390x":1,"linux/amd64":2,"linux/arm64":3}`
+	_, want := ParsePlatformCommands(in)
+	if want == nil || !strings.Contains(want.Error(), `"linux/amd64"`) {
+		t.Fatalf("ParsePlatformCommands(%s) = %v, want the error to name linux/amd64", in, want)
+	}
+	for range 50 {
+		if _, err := ParsePlatformCommands(in); err.Error() != want.Error() {
+			t.Fatalf("ParsePlatformCommands(%s):\n%v\nthen\n%v", in, want, err)
+		}
+	}
+}

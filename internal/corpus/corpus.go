@@ -88,9 +88,9 @@ func read(file string) (Manifest, error) {
 // check checks a manifest's provenance.
 func (m Manifest) check() error {
 	var errs []error
-	for name, v := range map[string]string{"repository": m.Repository, "path": m.Path, "shows": m.Shows} {
-		if v == "" {
-			errs = append(errs, fmt.Errorf("no %s in its header", name))
+	for _, f := range []struct{ name, v string }{{"repository", m.Repository}, {"path", m.Path}, {"shows", m.Shows}} {
+		if f.v == "" {
+			errs = append(errs, fmt.Errorf("no %s in its header", f.name))
 		}
 	}
 	if !commitRE.MatchString(m.Commit) {

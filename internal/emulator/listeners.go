@@ -3,7 +3,9 @@ package emulator
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 )
 
@@ -36,7 +38,7 @@ func (s *Sidecar) addrFor(i int) string {
 // checkAddrs rejects Options.Addrs keys that name no listener of the
 // profile; the message names the --listen flag that sets them.
 func (s *Sidecar) checkAddrs() error {
-	for name := range s.opts.Addrs {
+	for _, name := range slices.Sorted(maps.Keys(s.opts.Addrs)) { // sorted: the same flags, the same message
 		if !s.profile.hasListener(name) {
 			return fmt.Errorf("-listen: profile %s has no listener %q (listeners: %s)",
 				s.profile.Name, name, s.profile.listenerNames())

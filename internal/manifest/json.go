@@ -1,6 +1,10 @@
 package manifest
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
 
 // Readers of decoded JSON. path names the object that holds key, for errors: "spec.template.spec".
 
@@ -57,7 +61,8 @@ func StringMapAt(m map[string]any, key, path string) (map[string]string, error) 
 		return nil, err
 	}
 	out := make(map[string]string, len(obj))
-	for k, v := range obj {
+	for _, k := range slices.Sorted(maps.Keys(obj)) { // sorted: the same input, the same message
+		v := obj[k]
 		s, ok := v.(string)
 		if !ok {
 			return nil, fmt.Errorf("%s.%s: not a string", Join(path, key), k)

@@ -8,6 +8,7 @@ package restart
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -146,7 +147,7 @@ func object(v any, fields ...string) (map[string]any, error) {
 	if !ok && v != nil {
 		return nil, fmt.Errorf("%s, not an object", what(v))
 	}
-	for k := range m {
+	for _, k := range slices.Sorted(maps.Keys(m)) { // sorted: the same input, the same message
 		if !slices.Contains(fields, k) {
 			return nil, fmt.Errorf("unknown field %q", k)
 		}

@@ -96,3 +96,18 @@ func TestParseRules(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRulesSameMessage: with several unknown fields, the message names the same one every
+// time (FuzzParse found it naming whichever a map walk met first).
+func TestParseRulesSameMessage(t *testing.T) {
+	const in = `[{"action":"Restart","exitCodes":{"zz":1,"aa":2,"operator":"In","values":[1]}}]`
+	_, want := ParseRules(in)
+	if want == nil || !strings.Contains(want.Error(), `unknown field "aa"`) {
+		t.Fatalf("ParseRules(%s) = %v, want the error to name the field aa", in, want)
+	}
+	for range 50 {
+		if _, err := ParseRules(in); err.Error() != want.Error() {
+			t.Fatalf("ParseRules(%s):\n%v\nthen\n%v", in, want, err)
+		}
+	}
+}
