@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Builds a real kube-apiserver and a real etcd from source, through the Go module proxy, into a
-# cache directory outside the repository, for the integration tests in internal/kubetest.
+# Builds a real Kubernetes control plane and node from source, through the Go module proxy, into a
+# cache directory outside the repository, for the integration tests in internal/kubetest (the API
+# server alone, and a whole node that runs Jobs): kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubelet, etcd, and containerd with its runc shim and ctr.
 #
-#   bash .ci/build-kube.sh            # prints the directory that holds kube-apiserver and etcd
+#   bash .ci/build-kube.sh            # prints the directory that holds them
 #
 # The directory is ${SIDESYNC_KUBE_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/sidesync-ci/kube}.
-# Nothing of Kubernetes or etcd is committed: the script writes two throwaway wrapper modules
-# under <dir>/src, each requiring the pinned version, and `go build`s the upstream main packages.
+# Nothing of Kubernetes, etcd or containerd is committed: the script writes throwaway wrapper
+# modules under <dir>/src, each requiring the pinned version, and `go build`s the upstream main
+# packages. runc comes from Debian (apt-get, when it is missing and the script runs as root).
 # A stamp file records the pinned versions; when it matches and both binaries exist, the script
 # does nothing (well under a second). Change a version below and the next run rebuilds.
 set -euo pipefail
@@ -16,18 +19,34 @@ set -euo pipefail
 # module to the matching release instead: v1.X.Y goes with v0.X.Y.
 KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
+CONTAINERD_VERSION=v2.4.2
 STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
 # Bump when the build recipe (flags, wrapper modules) changes, to force a rebuild.
-RECIPE=1
+RECIPE=2
 
 out="${SIDESYNC_KUBE_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/sidesync-ci/kube}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
-stamp="kubernetes=$KUBE_VERSION staging=$STAGING_VERSION etcd=$ETCD_VERSION recipe=$RECIPE $(go env GOOS)/$(go env GOARCH)"
+stamp="kubernetes=$KUBE_VERSION staging=$STAGING_VERSION etcd=$ETCD_VERSION containerd=$CONTAINERD_VERSION recipe=$RECIPE $(go env GOOS)/$(go env GOARCH)"
+KUBE_PROGRAMS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+CONTAINERD_PROGRAMS=(containerd containerd-shim-runc-v2 ctr)
+
+# runc, which containerd's shim runs, and the CNI plugins that give pods their network are
+# Debian's: the only parts not built from source here.
+if { ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/ptp ]; } && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing runc and containernetworking-plugins from Debian" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -q runc containernetworking-plugins >&2 ||
+    { apt-get update -q >&2 && apt-get install -y -q runc containernetworking-plugins >&2; } ||
+    echo "could not install runc and containernetworking-plugins: the node tests will skip" >&2
+fi
 
 up_to_date() {
-  [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ -f "$out/stamp" ] &&
-    [ "$(cat "$out/stamp")" = "$stamp" ]
+  local p
+  for p in "${KUBE_PROGRAMS[@]}" etcd "${CONTAINERD_PROGRAMS[@]}"; do
+    [ -x "$out/$p" ] || return 1
+  done
+  [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ]
 }
 
 if up_to_date; then
@@ -45,7 +64,7 @@ if up_to_date; then
   exit 0
 fi
 
-echo "building kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION into $out" >&2
+echo "building Kubernetes $KUBE_VERSION (${KUBE_PROGRAMS[*]}), etcd $ETCD_VERSION and containerd $CONTAINERD_VERSION into $out" >&2
 start=$SECONDS
 rm -f "$out/stamp"
 
@@ -54,10 +73,10 @@ export CGO_ENABLED=0
 export GOFLAGS="-mod=mod -buildvcs=false"
 export GOTOOLCHAIN="${GOTOOLCHAIN:-local}" GOWORK=off
 
-# --- kube-apiserver -------------------------------------------------------------------------
+# --- Kubernetes -----------------------------------------------------------------------------
 src="$out/src/kube"
-rm -rf "$src"
-mkdir -p "$src"
+rm -rf "$src" "$out/new"
+mkdir -p "$src" "$out/new"
 # The staging modules are those that k8s.io/kubernetes requires at v0.0.0 (and replaces with
 # ./staging/src/k8s.io/<name>); read them from its go.mod so that a version bump needs no list.
 kube_gomod=$(cd "$src" && go list -m -f '{{.GoMod}}' "k8s.io/kubernetes@$KUBE_VERSION")
@@ -86,7 +105,12 @@ cat >"$src/tools.go" <<'EOF'
 // Package tools pins the programs that .ci/build-kube.sh builds.
 package tools
 
-import _ "k8s.io/kubernetes/cmd/kube-apiserver"
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)
 EOF
 (
   cd "$src"
@@ -99,8 +123,8 @@ EOF
   major=${KUBE_VERSION#v}; minor=${major#*.}; major=${major%%.*}; minor=${minor%%.*}
   go build -trimpath \
     "-ldflags=-s -w -X $v.gitVersion=$KUBE_VERSION -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean" \
-    -o "$out/kube-apiserver.new" k8s.io/kubernetes/cmd/kube-apiserver
-  echo "kube: kube-apiserver built in $((SECONDS - t))s" >&2
+    -o "$out/new/" "${KUBE_PROGRAMS[@]/#/k8s.io/kubernetes/cmd/}"
+  echo "kube: ${KUBE_PROGRAMS[*]} built in $((SECONDS - t))s" >&2
 )
 
 # --- etcd -----------------------------------------------------------------------------------
@@ -130,14 +154,57 @@ EOF
   go mod tidy >&2
   echo "etcd: modules resolved in $((SECONDS - t))s" >&2
   t=$SECONDS
-  go build -trimpath "-ldflags=-s -w" -o "$out/etcd.new" go.etcd.io/etcd/server/v3
+  go build -trimpath "-ldflags=-s -w" -o "$out/new/etcd" go.etcd.io/etcd/server/v3
   echo "etcd: etcd built in $((SECONDS - t))s" >&2
 )
 
-mv -f "$out/kube-apiserver.new" "$out/kube-apiserver"
-mv -f "$out/etcd.new" "$out/etcd"
+# --- containerd -----------------------------------------------------------------------------
+# Its go.mod has no replace directives, so a wrapper module that requires it builds it as
+# released. The tags leave out snapshotters that need cgo or kernel parts; the node uses overlayfs.
+src="$out/src/containerd"
+rm -rf "$src"
+mkdir -p "$src"
+cat >"$src/go.mod" <<EOF
+// Throwaway wrapper module written by .ci/build-kube.sh; not part of sidesync.
+module sidesync.invalid/containerdbuild
+
+go 1.26.0
+
+require github.com/containerd/containerd/v2 $CONTAINERD_VERSION
+EOF
+cat >"$src/tools.go" <<'EOF'
+//go:build tools
+
+// Package tools pins the programs that .ci/build-kube.sh builds.
+package tools
+
+import (
+	_ "github.com/containerd/containerd/v2/cmd/containerd"
+	_ "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
+	_ "github.com/containerd/containerd/v2/cmd/ctr"
+)
+EOF
+(
+  cd "$src"
+  t=$SECONDS
+  go mod tidy >&2
+  echo "containerd: modules resolved in $((SECONDS - t))s" >&2
+  t=$SECONDS
+  v=github.com/containerd/containerd/v2/version
+  go build -trimpath -tags "no_btrfs no_devmapper no_zfs" \
+    "-ldflags=-s -w -X $v.Version=$CONTAINERD_VERSION" \
+    -o "$out/new/" "${CONTAINERD_PROGRAMS[@]/#/github.com/containerd/containerd/v2/cmd/}"
+  echo "containerd: ${CONTAINERD_PROGRAMS[*]} built in $((SECONDS - t))s" >&2
+)
+
+for p in "${KUBE_PROGRAMS[@]}" etcd "${CONTAINERD_PROGRAMS[@]}"; do
+  mv -f "$out/new/$p" "$out/$p"
+done
+rmdir "$out/new"
 "$out/kube-apiserver" --version >&2
+"$out/kubelet" --version >&2
 "$out/etcd" --version >&2
+"$out/containerd" --version >&2
 echo "$stamp" >"$out/stamp"
-echo "built in $((SECONDS - start))s: $(du -h "$out/kube-apiserver" | cut -f1) kube-apiserver, $(du -h "$out/etcd" | cut -f1) etcd" >&2
+echo "built in $((SECONDS - start))s: $(du -ch "${KUBE_PROGRAMS[@]/#/$out/}" "$out/etcd" "${CONTAINERD_PROGRAMS[@]/#/$out/}" | tail -1 | cut -f1) in all" >&2
 echo "$out"

@@ -37,7 +37,7 @@ const (
 )
 
 // servingDNSNames are the names that a pod would use for the apiserver; the serving
-// certificate is valid for them and for loopback.
+// certificate is valid for them, for loopback, and for a node's addresses (StartNode).
 var servingDNSNames = []string{
 	"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 	"kubernetes.default.svc.cluster.local",
@@ -125,7 +125,7 @@ func newServingCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     servingDNSNames,
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.ParseIP(nodeIP), net.ParseIP(nodeServiceIP)},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {

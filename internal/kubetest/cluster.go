@@ -28,10 +28,11 @@ type Cluster struct {
 	// Version is the apiserver's gitVersion from /version, e.g. "v1.37.2".
 	Version string
 
-	tokens map[string]string
-	client *http.Client
-	dir    string
-	procs  []*process // in order of start; stopped in reverse: apiserver first, then etcd
+	tokens      map[string]string
+	controllers bool // a controller manager runs (a Node's)
+	client      *http.Client
+	dir         string
+	procs       []*process // in order of start; stopped in reverse: apiserver first, then etcd
 }
 
 // Start starts etcd and kube-apiserver on loopback and returns once the apiserver's /readyz

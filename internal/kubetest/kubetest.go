@@ -36,6 +36,8 @@ const (
 	PodReader = "pod-reader"
 	// Nobody has no permissions and is never bound; its requests are authenticated and denied (403).
 	Nobody = "nobody"
+	// nodeUser is a node's kubelet, as the Node authorizer knows it (StartNode).
+	nodeUser = "system:node:" + nodeName
 )
 
 // users lists the token users and their groups beyond system:authenticated.
@@ -43,6 +45,7 @@ var users = []struct{ name, groups string }{
 	{Admin, "system:masters"},
 	{PodReader, ""},
 	{Nobody, ""},
+	{nodeUser, "system:nodes"},
 }
 
 // Timeouts. They bound waits on conditions; nothing sleeps for synchronisation.

@@ -8,8 +8,9 @@ import (
 )
 
 // CreateNamespace creates a namespace and, as Kubernetes' service-account controller would
-// (none runs here), its "default" ServiceAccount, which the ServiceAccount admission plugin
-// requires of every Pod.
+// (none runs with the API server alone), its "default" ServiceAccount, which the
+// ServiceAccount admission plugin requires of every Pod. On a node, whose controller manager
+// makes it, it waits for it instead.
 func (c *Cluster) CreateNamespace(t testing.TB, name string) {
 	t.Helper()
 	c.CreateNamespaceLabelled(t, name, nil)
@@ -24,7 +25,11 @@ func (c *Cluster) CreateNamespaceLabelled(t testing.TB, name string, labels map[
 		meta["labels"] = labels
 	}
 	c.Create(t, "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
-	c.CreateServiceAccount(t, name, "default")
+	if !c.controllers {
+		c.CreateServiceAccount(t, name, "default")
+		return
+	}
+	c.WaitForStatus(t, c.AdminToken, "GET", "/api/v1/namespaces/"+url.PathEscape(name)+"/serviceaccounts/default", 200)
 }
 
 // CreateServiceAccount creates a ServiceAccount.
