@@ -7,8 +7,11 @@
 // directory outside the repository; this package only runs them, and skips the test when they
 // are missing (or fails it, when SIDESYNC_KUBE_REQUIRED is set, as CI may do).
 //
-// The package uses only the standard library: it talks to the apiserver with net/http and JSON,
-// exactly as a program inside a pod would.
+// It talks to the apiserver with net/http and JSON, exactly as a program inside a pod would.
+//
+// StartNode runs a whole node besides (controller manager, scheduler, containerd with runc, a
+// kubelet), in namespaces of its own with no route off the machine (docs/NODE.md); it needs
+// golang.org/x/sys for the namespaces and go-containerregistry for the images it imports.
 package kubetest
 
 import (

@@ -36,8 +36,10 @@ const (
 	nodeIP        = "10.99.0.1" // the node's InternalIP, on lo in its namespace
 	nodeServiceIP = "10.0.0.1"  // the kubernetes Service's ClusterIP, on lo too: no kube-proxy needed
 	podSubnet     = "10.244.0.0/24"
-	serviceRange  = "10.0.0.0/24"
-	apiserverPort = "443" // the kubernetes Service's port: a pod reaches 10.0.0.1:443 as is
+	// cgroupRootPrefix begins the name of each node's cgroup root, under every hierarchy.
+	cgroupRootPrefix = "sidesync-node-"
+	serviceRange     = "10.0.0.0/24"
+	apiserverPort    = "443" // the kubernetes Service's port: a pod reaches 10.0.0.1:443 as is
 	// PauseImage is the sandbox image of every pod, built by the harness and pinned in containerd.
 	PauseImage = "sidesync.invalid/pause:1"
 )
@@ -90,8 +92,10 @@ type Node struct {
 	netns      *os.File    // the node's network namespace, held open while it runs
 	hostNetns  *os.File    // the test process's own
 	initStdin  io.Closer
-	cgroupRoot string // the kubelet's --cgroup-root, under every hierarchy
-	sock       string // containerd's socket
+	pidns      string   // the node's PID namespace, as /proc/PID/ns/pid names it
+	pidnsFile  *os.File // holds it
+	cgroupRoot string   // the kubelet's --cgroup-root, under every hierarchy
+	sock       string   // containerd's socket
 	bin        string
 	before     machineState
 	logf       func(string, ...any)
@@ -170,7 +174,7 @@ func StartNode(logf func(string, ...any)) (n *Node, err error) {
 	if err != nil {
 		return n, err
 	}
-	n.cgroupRoot = "/sidesync-node-" + suffix
+	n.cgroupRoot = "/" + cgroupRootPrefix + suffix
 	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
 		return n, err
 	}
@@ -340,6 +344,15 @@ func (n *Node) startInit(plan string) error {
 				return err
 			}
 			n.netns = ns
+			// Held open until Stop has looked for leftovers: a freed namespace's number may
+			// be reused by another node's pods, and be taken for this one's.
+			pidnsPath := fmt.Sprintf("/proc/%d/ns/pid", cmd.Process.Pid)
+			if n.pidnsFile, err = os.Open(pidnsPath); err != nil {
+				return err
+			}
+			if n.pidns, err = os.Readlink(pidnsPath); err != nil {
+				return err
+			}
 			n.hostNetns, err = os.Open("/proc/self/ns/net")
 			return err
 		case strings.HasPrefix(line, "error"):
@@ -531,9 +544,12 @@ func (n *Node) Stop() error {
 	if err := n.processesLeft(); err != nil {
 		errs = append(errs, err)
 	}
+	if n.pidnsFile != nil {
+		n.pidnsFile.Close()
+	}
 	after, err := readMachineState()
 	if err == nil {
-		err = n.before.compare(after)
+		err = n.before.compare(after, n.cgroupRoot)
 	}
 	if err != nil {
 		errs = append(errs, err)
@@ -575,21 +591,24 @@ func (n *Node) PodLogs(namespace, pod, container string) ([]string, error) {
 	return logs, nil
 }
 
-// processesLeft reports any process still running one of the node's programs or runc.
+// processesLeft reports any process still in the node's PID namespace. Other nodes' processes
+// (another test package may run one at the same time) are not this node's concern.
 func (n *Node) processesLeft() error {
+	if n.pidns == "" {
+		return nil
+	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, e := range entries {
-		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		if err != nil {
+		ns, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns/pid"))
+		if err != nil || ns != n.pidns {
 			continue
 		}
-		if strings.HasPrefix(exe, n.bin+"/") || exe == runcPath || strings.HasPrefix(exe, cniBinDir+"/") {
-			errs = append(errs, fmt.Errorf("process %s (%s) left behind", e.Name(), exe))
-		}
+		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		errs = append(errs, fmt.Errorf("process %s (%s) left behind", e.Name(), exe))
 	}
 	return errors.Join(errs...)
 }
@@ -620,6 +639,6 @@ func (n *Node) WaitJob(t testing.TB, namespace, name string, timeout time.Durati
 		if time.Now().After(deadline) {
 			return ""
 		}
-		time.Sleep(pollInterval)
+		time.Sleep(pollInterval) // polling the API for a state, bounded by the deadline
 	}
 }

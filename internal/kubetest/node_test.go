@@ -111,3 +111,38 @@ func hasFlag(hex string, flag int64) bool {
 	v, err := strconv.ParseInt(hex, 16, 64)
 	return err == nil && v&flag != 0
 }
+
+// TestMachineStateCompare: the check that TestNode's clean stop relies on finds each kind of
+// leftover, and leaves another node's cgroups to that node.
+func TestMachineStateCompare(t *testing.T) {
+	before := machineState{
+		mounts:  []string{"/", "/proc"},
+		cgroups: []string{"/sys/fs/cgroup/memory"},
+		sysctls: map[string]string{"vm/overcommit_memory": "0"},
+		paths:   map[string]bool{"/run/containerd": false},
+		links:   []string{"lo", "eth0"},
+	}
+	if err := before.compare(before, "/sidesync-node-aa"); err != nil {
+		t.Fatalf("the same state: %v", err)
+	}
+	after := machineState{
+		mounts:  []string{"/", "/proc", "/run/netns/cni-1"},
+		cgroups: []string{"/sys/fs/cgroup/memory", "/sys/fs/cgroup/memory/sidesync-node-aa/kubepods", "/sys/fs/cgroup/memory/sidesync-node-bb"},
+		sysctls: map[string]string{"vm/overcommit_memory": "1"},
+		paths:   map[string]bool{"/run/containerd": true},
+		links:   []string{"lo", "eth0", "veth1234"},
+	}
+	err := before.compare(after, "/sidesync-node-aa")
+	if err == nil {
+		t.Fatal("no leftover found")
+	}
+	for _, want := range []string{"mount left behind: /run/netns/cni-1", "cgroup left behind: /sys/fs/cgroup/memory/sidesync-node-aa/kubepods",
+		"sysctl vm/overcommit_memory changed: 1, was 0", "/run/containerd created", "network interface left behind: veth1234"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q not in:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "sidesync-node-bb") {
+		t.Errorf("another node's cgroup reported:\n%v", err)
+	}
+}

@@ -126,6 +126,9 @@ func FuzzLintWrapper(f *testing.F) {
 		app := corev1.Container{Name: "job", Image: "example/job", Command: splitLines(command)}
 		for _, kv := range splitLines(env) {
 			k, v, _ := strings.Cut(kv, "=")
+			if k == "" {
+				continue // a variable without a name is no manifest: Decode refuses it, rightly
+			}
 			app.Env = append(app.Env, corev1.EnvVar{Name: k, Value: v})
 		}
 		if ownRestart != "" {
