@@ -573,8 +573,10 @@ func (n *Node) ctr(ctx context.Context, args ...string) error {
 // Dir returns the node's directory (its logs are there while it runs).
 func (n *Node) Dir() string { return n.dir }
 
-// PodLogs returns the kubelet's log files of a pod's container, every run of it, oldest first:
-// the files stay until the pod is deleted, also for the runs that kubectl logs no longer shows.
+// PodLogs returns the kubelet's log files of a pod's container that are still there, oldest
+// first. The kubelet keeps one ended run of a container: when a run restarted in place ends, the
+// run before it and its log are removed (its termination message stays in lastState). The files
+// go when the pod is deleted.
 func (n *Node) PodLogs(namespace, pod, container string) ([]string, error) {
 	matches, err := filepath.Glob(filepath.Join(n.path("pod-logs"), namespace+"_"+pod+"_*", container, "*.log"))
 	if err != nil {

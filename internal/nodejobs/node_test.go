@@ -217,7 +217,8 @@ func describe(p pod) string {
 	return string(b)
 }
 
-// terminated checks that the container ended with code and returns its log (every run).
+// terminated checks that the container ended with code and returns its log (the runs the
+// kubelet keeps: see kubetest.Node.PodLogs).
 func terminated(t *testing.T, n *kubetest.Node, ns string, p pod, container string, code int) string {
 	t.Helper()
 	st := p.status(container)
@@ -231,7 +232,7 @@ func terminated(t *testing.T, n *kubetest.Node, ns string, p pod, container stri
 	return containerLog(t, n, ns, p.Metadata.Name, container)
 }
 
-// containerLog returns every run's log of a container, from the kubelet's files.
+// containerLog returns a container's log, from the kubelet's files (the runs it keeps).
 func containerLog(t *testing.T, n *kubetest.Node, ns, pod, container string) string {
 	t.Helper()
 	logs, err := n.PodLogs(ns, pod, container)

@@ -40,9 +40,12 @@ const (
 
 func main() {
 	// Envoy dies with the agent's SIGKILL of it; when the agent itself is killed, a real Envoy
-	// would linger, which a test must not: die with the parent.
+	// would linger, which a test must not: die with the parent. A parent gone before that was
+	// set leaves this process to the PID namespace's init: unless that init is the agent itself,
+	// as in a pod's istio-proxy container, where pilot-agent is PID 1.
+	parent := os.Getppid()
 	dieWithParent()
-	if os.Getppid() == 1 {
+	if os.Getppid() != parent || parent == 1 && !agentIsInit() {
 		os.Exit(1)
 	}
 	os.Exit(run(os.Args[1:]))
@@ -186,4 +189,10 @@ func (s *standIn) event(name string, kv ...string) {
 	s.eventLock.Lock()
 	defer s.eventLock.Unlock()
 	_, _ = io.WriteString(os.Stdout, b.String())
+}
+
+// agentIsInit reports whether PID 1 of this PID namespace is Istio's pilot-agent.
+func agentIsInit() bool {
+	cmdline, err := os.ReadFile("/proc/1/cmdline")
+	return err == nil && strings.Contains(string(cmdline), "pilot-agent")
 }
