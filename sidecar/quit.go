@@ -54,7 +54,17 @@ type QuitOptions struct {
 	// sidecar at the same moment it sends the app SIGTERM, so a refused quit then is the outcome
 	// that was asked for, not a failure to retry and warn about.
 	RefusedMeansGone bool
+	// NotStartedFor, when positive, is how long a sidecar that has refused every connection may
+	// take to start listening: Quit keeps trying, without spending Backoff's retries, and the
+	// whole call may take this much longer than Timeout. Set it for a sidecar that nothing
+	// waited for (one without a readiness check, such as Vault Agent, or with waiting off): a
+	// quick command may end before such a sidecar has even started, and a quit given up then
+	// leaves it running for good.
+	NotStartedFor time.Duration
 }
+
+// notStartedPoll is how often Quit tries a sidecar that has not started listening yet.
+const notStartedPoll = 100 * time.Millisecond
 
 // DefaultQuitBackoff is the retry policy of Quit: 3 retries, 100 ms, 200 ms, 400 ms apart.
 func DefaultQuitBackoff() Backoff {
@@ -105,7 +115,7 @@ func Quit(ctx context.Context, c Call, o QuitOptions) (QuitResult, error) {
 	if timeout <= 0 {
 		timeout = DefaultQuitTimeout
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout+max(o.NotStartedFor, 0), ErrTimeout)
 	defer cancel()
 	q := quitter{call: c, opts: o, log: loggerOrDiscard(o.Logger)}
 	backoff := o.Backoff
@@ -113,6 +123,16 @@ func Quit(ctx context.Context, c Call, o QuitOptions) (QuitResult, error) {
 		backoff = DefaultQuitBackoff()
 	}
 	res, retry, err := q.attempt(ctx)
+	for retry && httpc.Refused(err) && !q.reached && time.Since(start) < o.NotStartedFor {
+		if q.attempts == 1 {
+			q.log.Info("nothing listens yet: the sidecar may not have started, as nothing waited for it; trying again",
+				"url", q.url(), "for", o.NotStartedFor)
+		}
+		if !sleep(ctx, notStartedPoll) {
+			break
+		}
+		res, retry, err = q.attempt(ctx)
+	}
 	for d := range backoff.Delays(nil) {
 		if !retry {
 			break

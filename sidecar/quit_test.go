@@ -3,10 +3,12 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -222,3 +224,69 @@ func TestQuitHeaders(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// msgHandler is a slog handler that reports, once, a record whose message contains want.
+type msgHandler struct {
+	want string
+	seen chan struct{}
+	once *sync.Once
+}
+
+func (h msgHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h msgHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h msgHandler) WithGroup(string) slog.Handler            { return h }
+func (h msgHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.want) {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
+}
+
+// TestQuitNotStarted: with NotStartedFor, a sidecar that refuses every connection is given that
+// long to start listening, and the quit reaches it once it does; the retries are not spent on
+// it. Without the option (the test above), the same refusals fail after 4 attempts.
+func TestQuitNotStarted(t *testing.T) {
+	url := closedURL(t)
+	h := msgHandler{want: "nothing listens yet", seen: make(chan struct{}), once: &sync.Once{}}
+	o := quickRetries()
+	o.NotStartedFor = time.Minute
+	o.Logger = slog.New(h)
+	type result struct {
+		res QuitResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := Quit(context.Background(), EnvoyQuit(url), o)
+		done <- result{res, err}
+	}()
+	select {
+	case <-h.seen: // refused at least once: now the sidecar starts
+	case r := <-done:
+		t.Fatalf("Quit = %+v, %v: gave up before the sidecar started", r.res, r.err)
+	}
+	l, err := net.Listen("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	var n atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.Write([]byte("OK\n"))
+	})}
+	go srv.Serve(l)
+	defer srv.Close()
+	r := <-done
+	if r.err != nil || r.res.StatusCode != 200 || n.Load() != 1 || r.res.Attempts < 2 {
+		t.Errorf("Quit = %+v, %v (%d requests); want 200 from the sidecar once it listened", r.res, r.err, n.Load())
+	}
+
+	// It gives up once NotStartedFor has passed, and only then spends its retries.
+	o = quickRetries()
+	o.NotStartedFor = 300 * time.Millisecond
+	start := time.Now()
+	res, err := Quit(context.Background(), EnvoyQuit(closedURL(t)), o)
+	if err == nil || !httpc.Refused(err) || res.Attempts < 5 || time.Since(start) < o.NotStartedFor {
+		t.Errorf("Quit = %+v, %v after %s; want refused, after NotStartedFor and then the retries", res, err, time.Since(start))
+	}
+}

@@ -132,6 +132,7 @@ func (s *session) quitOne(ctx context.Context, sc sidecar.Sidecar) bool {
 		// After a stop signal the pod is being deleted, and the kubelet stops the sidecar at the
 		// same moment: nothing listening then means it is gone, not that it must be retried.
 		RefusedMeansGone: s.signals.gotStop(),
+		NotStartedFor:    s.notStartedFor(sc),
 	})
 	switch {
 	case err != nil:
@@ -145,4 +146,16 @@ func (s *session) quitOne(ctx context.Context, sc sidecar.Sidecar) bool {
 		log.Info("sidecar quit", "url", res.URL, "status", res.StatusCode, "took", res.Took, "attempts", res.Attempts)
 	}
 	return true
+}
+
+// notStartedFor is how long a sidecar that refuses the quit may take to start listening: as
+// long as it could have taken to become ready (--timeout), when nothing waited for it to start
+// (no readiness check, as Vault Agent's, or waiting off) and no stop signal says the pod is
+// going. A command that ends in milliseconds may otherwise quit before the kubelet has even
+// started the sidecar, which would then run for good (docs/FAULTS.md).
+func (s *session) notStartedFor(sc sidecar.Sidecar) time.Duration {
+	if s.signals.gotStop() || sc.Ready != nil && s.cfg.Wait {
+		return 0
+	}
+	return s.cfg.Timeout
 }
