@@ -45,24 +45,30 @@ func TestExamples(t *testing.T) {
 	}
 }
 
-// exampleStream is the example's manifest: the file in deploy/examples for init-copy, or what
-// kubectl sidesync inject writes for delivery from the plain one.
-func exampleStream(t *testing.T, ex, delivery string) []byte {
+// exampleStream is the example's manifest for delivery: the file in deploy/examples for
+// init-copy, the plain one, without sidesync, for "plain", or what kubectl sidesync inject writes
+// from the plain one for another delivery.
+func exampleStream(t testing.TB, ex, delivery string) []byte {
 	t.Helper()
-	if delivery == "init-copy" {
-		data, err := os.ReadFile(filepath.Join(examplesDir, ex+".yaml"))
+	var file string
+	switch delivery {
+	case "init-copy":
+		file = filepath.Join(examplesDir, ex+".yaml")
+	case "plain":
+		file = filepath.Join(examplesDir, "plain", ex+".yaml")
+	default:
+		out, err := exec.Command(filepath.Join(bins, "kubectl-sidesync"), "inject", "-f", filepath.Join(examplesDir, "plain", ex+".yaml"),
+			"--delivery", delivery, "--image", sidesyncImage).Output()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("kubectl sidesync inject --delivery %s: %v", delivery, err)
 		}
-		return data
+		return out
 	}
-	cmd := exec.Command(filepath.Join(bins, "kubectl-sidesync"), "inject", "-f", filepath.Join(examplesDir, "plain", ex+".yaml"),
-		"--delivery", delivery, "--image", sidesyncImage)
-	out, err := cmd.Output()
+	data, err := os.ReadFile(file)
 	if err != nil {
-		t.Fatalf("kubectl sidesync inject --delivery %s: %v", delivery, err)
+		t.Fatal(err)
 	}
-	return out
+	return data
 }
 
 // sidecarContainer is the name of the example's sidecar container in its pod.
@@ -74,32 +80,12 @@ func sidecarContainer(ex string) string {
 	return e.Container
 }
 
-// runExample creates the example's Job in namespace ns and checks its whole run.
-func runExample(t *testing.T, n *kubetest.Node, ex, ns string, stream []byte) {
-	namespace(t, n, ns)
-	serviceAccounts(t, n, ns, stream)
-	created := createYAML(t, n, ns, stream)
-	if len(created) == 0 || created[0][0] != "Job" {
-		t.Fatalf("no Job in the example: %v", created)
-	}
-	job := created[0][1]
-	begin := time.Now()
-	cond := n.WaitJob(t, ns, job, jobTimeout)
-	pods := jobPods(t, n, ns, job)
-	if cond != "Complete" {
-		for _, p := range pods {
-			t.Logf("pod %s: %s", p.Metadata.Name, describe(p))
-			for _, c := range p.Spec.Containers {
-				t.Logf("log of %s:\n%s", c.Name, containerLog(t, n, ns, p.Metadata.Name, c.Name))
-			}
-		}
-		t.Fatalf("Job %s: %q after %s, want Complete", job, cond, time.Since(begin).Round(time.Second))
-	}
-	t.Logf("Job %s Complete %s after its creation", job, time.Since(begin).Round(100*time.Millisecond))
-	if len(pods) != 1 {
-		t.Fatalf("%d pods, want 1 (the first run completes)", len(pods))
-	}
-	checkRun(t, n, ns, pods[0], ex)
+// runExample creates the example's Job in a namespace named after base and checks its whole run.
+func runExample(t *testing.T, n *kubetest.Node, ex, base string, stream []byte) {
+	ns := namespace(t, n, base)
+	job := createOne(t, n, ns, "Job", stream)
+	p := waitJob(t, n, ns, job, "Complete", time.Now())
+	checkRun(t, n, ns, p, ex)
 }
 
 // checkRun checks a completed example pod: the wrapped app exited 0 after finding the sidecar
@@ -138,36 +124,16 @@ func checkRun(t *testing.T, n *kubetest.Node, ns string, p pod, ex string) {
 // complete: its app ends, its sidecar runs on, the Job stays active. It watches for a bounded
 // while after the app ended (a hang cannot be proved otherwise), then deletes the namespace.
 func runPlain(t *testing.T, n *kubetest.Node, ex string) {
-	ns := ex + "-plain"
-	namespace(t, n, ns)
-	data, err := os.ReadFile(filepath.Join(examplesDir, "plain", ex+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	serviceAccounts(t, n, ns, data)
-	created := createYAML(t, n, ns, data)
-	job := created[0][1]
+	ns := namespace(t, n, ex+"-plain")
+	data := exampleStream(t, ex, "plain")
+	job := createOne(t, n, ns, "Job", data)
 	var app string
-	for _, d := range splitYAML(data) {
-		if obj := yamlToMap(t, d); obj != nil && obj["kind"] == "Job" {
-			for _, c := range containersOf(obj) {
-				if name, _ := c["name"].(string); name != sidecarContainer(ex) && app == "" {
-					app = name
-				}
-			}
+	for _, c := range containersOf(streamObject(t, data, "Job")) {
+		if name, _ := c["name"].(string); name != sidecarContainer(ex) && app == "" {
+			app = name
 		}
 	}
-	var podName string
-	deadline := time.Now().Add(jobTimeout)
-	for podName == "" {
-		if pods := jobPods(t, n, ns, job); len(pods) > 0 {
-			podName = pods[0].Metadata.Name
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no pod for Job %s", job)
-		} else {
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
+	podName := waitJobPod(t, n, ns, job)
 	waitPod(t, n, ns, podName, jobTimeout, "with "+app+" terminated", func(p pod) bool {
 		st := p.status(app)
 		return st != nil && st.State.Terminated != nil

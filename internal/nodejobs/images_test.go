@@ -183,13 +183,31 @@ func splitYAML(data []byte) [][]byte {
 }
 
 // yamlToMap reads one YAML document as JSON would: nil for an empty or comment-only one.
-func yamlToMap(t *testing.T, doc []byte) map[string]any {
+func yamlToMap(t testing.TB, doc []byte) map[string]any {
 	t.Helper()
 	var obj map[string]any
 	if err := yaml.Unmarshal(doc, &obj); err != nil {
 		t.Fatalf("reading YAML: %v", err)
 	}
 	return obj
+}
+
+// streamObject returns the first object of kind in a YAML stream, or fails the test.
+func streamObject(t testing.TB, stream []byte, kind string) map[string]any {
+	t.Helper()
+	for _, doc := range splitYAML(stream) {
+		if obj := yamlToMap(t, doc); obj != nil && obj["kind"] == kind {
+			return obj
+		}
+	}
+	t.Fatalf("no %s in the stream", kind)
+	return nil
+}
+
+// podTemplate returns a Job's pod template and its spec.
+func podTemplate(job map[string]any) (tmpl, spec map[string]any) {
+	tmpl = job["spec"].(map[string]any)["template"].(map[string]any)
+	return tmpl, tmpl["spec"].(map[string]any)
 }
 
 // sortedKeys returns m's keys, sorted.

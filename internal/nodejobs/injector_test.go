@@ -39,12 +39,12 @@ var injectorOnce struct {
 	err error
 }
 
-// injector registers, once, a mutating admission webhook that stands in for the meshes'
+// injector registers, once per process whichever test or benchmark asks first, a mutating admission webhook that stands in for the meshes'
 // injectors: for a pod that asks a mesh of the catalog for its sidecar (the row's Requests, or
 // Dapr's mark), it adds the row's container, running the sidecar's emulator image, and the marks
 // the row says its injector leaves. It runs after `kubectl sidesync inject` did, at the pod's
 // creation, as a real injector does, so sidesync can only find the sidecar at run time.
-func injector(t *testing.T, n *kubetest.Node) {
+func injector(t testing.TB, n *kubetest.Node) {
 	t.Helper()
 	injectorOnce.Do(func() { injectorOnce.err = startInjector(t, n) })
 	if injectorOnce.err != nil {
@@ -52,7 +52,7 @@ func injector(t *testing.T, n *kubetest.Node) {
 	}
 }
 
-func startInjector(t *testing.T, n *kubetest.Node) error {
+func startInjector(t testing.TB, n *kubetest.Node) error {
 	cert, caPEM, err := selfSigned(n.IP())
 	if err != nil {
 		return err
@@ -132,11 +132,7 @@ func admit(w http.ResponseWriter, r *http.Request) {
 		}
 		add("/spec/containers/-", map[string]any{
 			"name": e.Container, "image": sidecarImage(name), "imagePullPolicy": "Never",
-			"securityContext": map[string]any{
-				"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}},
-				"runAsNonRoot": true, "runAsUser": 1337, "readOnlyRootFilesystem": true,
-				"seccompProfile": map[string]any{"type": "RuntimeDefault"},
-			},
+			"securityContext": sidecarSecurityContext(),
 		})
 	}
 	p, _ := json.Marshal(patch)
@@ -146,6 +142,16 @@ func admit(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// sidecarSecurityContext is the security context of a sidecar the tests add, as the meshes'
+// injectors write it: Pod Security "restricted", as UID 1337.
+func sidecarSecurityContext() map[string]any {
+	return map[string]any{
+		"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}},
+		"runAsNonRoot": true, "runAsUser": 1337, "readOnlyRootFilesystem": true,
+		"seccompProfile": map[string]any{"type": "RuntimeDefault"},
+	}
 }
 
 // asks reports whether a pod's annotations and labels ask the row's injector for its sidecar.

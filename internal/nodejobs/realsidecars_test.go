@@ -3,7 +3,6 @@
 package nodejobs
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -156,7 +155,7 @@ const realIstioStatus = `{"initContainers":null,"containers":["istio-proxy"],"vo
 // sidecar.istio.io/status annotation. The agent is its container's PID 1, as in a real pod.
 func injectRealIstio(t *testing.T, job map[string]any) {
 	t.Helper()
-	tmpl := job["spec"].(map[string]any)["template"].(map[string]any)
+	tmpl, spec := podTemplate(job)
 	meta := tmpl["metadata"].(map[string]any)
 	ann, _ := meta["annotations"].(map[string]any)
 	if ann == nil {
@@ -164,7 +163,6 @@ func injectRealIstio(t *testing.T, job map[string]any) {
 		meta["annotations"] = ann
 	}
 	ann["sidecar.istio.io/status"] = realIstioStatus
-	spec := tmpl["spec"].(map[string]any)
 	proxyConfig, _ := json.Marshal(map[string]any{
 		"binaryPath": "/usr/local/bin/envoy", "discoveryAddress": "127.0.0.1:15012",
 		"statusPort": 15020, "proxyAdminPort": 15000,
@@ -224,39 +222,13 @@ func TestRealIstioJob(t *testing.T) {
 	istioDir := realIstioAgent(t)
 	importRealIstio(t, n, istioDir)
 
-	const ns = "real-istio"
-	n.CreateNamespaceLabelled(t, ns, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-	t.Cleanup(func() { n.Send(t, http.MethodDelete, "/api/v1/namespaces/"+ns, nil) })
-
-	data, err := os.ReadFile(filepath.Join(examplesDir, "istio.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var job map[string]any
-	for _, doc := range splitYAML(data) {
-		if obj := yamlToMap(t, doc); obj != nil && obj["kind"] == "Job" {
-			job = obj
-			break
-		}
-	}
-	if job == nil {
-		t.Fatal("no Job in deploy/examples/istio.yaml")
-	}
+	ns := namespaceWithoutMesh(t, n, "real-istio")
+	job := streamObject(t, exampleStream(t, "istio", "init-copy"), "Job")
 	name := job["metadata"].(map[string]any)["name"].(string)
 	injectRealIstio(t, job)
 	begin := time.Now()
 	n.Create(t, "/apis/batch/v1/namespaces/"+ns+"/jobs", job)
-	cond := n.WaitJob(t, ns, name, jobTimeout)
-	pods := jobPods(t, n, ns, name)
-	if cond != "Complete" {
-		logPods(t, n, ns, pods)
-		t.Fatalf("Job %s: %q after %s, want Complete", name, cond, time.Since(begin).Round(time.Second))
-	}
-	t.Logf("Job %s Complete %s after its creation", name, time.Since(begin).Round(100*time.Millisecond))
-	if len(pods) != 1 {
-		t.Fatalf("%d pods, want 1 (the first run completes)", len(pods))
-	}
-	p := pods[0]
+	p := waitJob(t, n, ns, name, "Complete", begin)
 
 	app := terminated(t, n, ns, p, "reconcile", 0)
 	mustContain(t, "reconcile", app, `INFO detected sidecar sidecar=istio from="pod annotations in `)
@@ -293,22 +265,10 @@ func TestRealIstioJob(t *testing.T) {
 // bakedImage is an image with sidesync baked in (docs/IMAGE.md): /sidesync and the app.
 const bakedImage = "sidesync.invalid/baked-job:1"
 
-var bakedOnce struct {
-	sync.Once
-	err error
-}
-
 func importBaked(t *testing.T, n *kubetest.Node) {
 	t.Helper()
-	bakedOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		bakedOnce.err = n.ImportImages(ctx, kubetest.Image{Ref: bakedImage,
-			Files: map[string]string{"/sidesync": filepath.Join(bins, "sidesync"), "/app": filepath.Join(bins, "app")}})
-	})
-	if bakedOnce.err != nil {
-		t.Fatalf("the baked image: %v", bakedOnce.err)
-	}
+	importImage(t, n, kubetest.Image{Ref: bakedImage,
+		Files: map[string]string{"/sidesync": filepath.Join(bins, "sidesync"), "/app": filepath.Join(bins, "app")}})
 }
 
 // rbacAccount is the ServiceAccount deploy/examples/rbac.yaml creates.
@@ -439,8 +399,7 @@ func TestDetectThroughAPI(t *testing.T) {
 }
 
 func runAPIDetect(t *testing.T, n *kubetest.Node, c apiDetectCase) {
-	ns := "detect-api-" + c.name
-	namespace(t, n, ns)
+	ns := namespace(t, n, "detect-api-"+c.name)
 	var skip []string
 	if !c.binding {
 		skip = []string{"RoleBinding"}
@@ -468,13 +427,7 @@ func runAPIDetect(t *testing.T, n *kubetest.Node, c apiDetectCase) {
 	where := regexp.QuoteMeta(ns + "/" + podName)
 
 	if c.binding {
-		cond := n.WaitJob(t, ns, "baked", jobTimeout)
-		if cond != "Complete" {
-			logPods(t, n, ns, jobPods(t, n, ns, "baked"))
-			t.Fatalf("Job baked: %q after %s, want Complete", cond, time.Since(begin).Round(time.Second))
-		}
-		t.Logf("Job baked Complete %s after its creation", time.Since(begin).Round(100*time.Millisecond))
-		p = getPod(t, n, ns, podName)
+		p = waitJob(t, n, ns, "baked", "Complete", begin)
 		log := terminated(t, n, ns, p, "job", 0)
 		mustContain(t, "job", log, `INFO detected sidecar sidecar=`+c.profile+` from="the Kubernetes API, pod `+where+`"`)
 		if u := readyURL(c.profile); u != "" {
@@ -534,21 +487,6 @@ func runAPIDetect(t *testing.T, n *kubetest.Node, c apiDetectCase) {
 	}
 }
 
-// waitJobPod returns the name of the Job's pod once it has one.
-func waitJobPod(t *testing.T, n *kubetest.Node, ns, job string) string {
-	t.Helper()
-	deadline := time.Now().Add(jobTimeout)
-	for {
-		if pods := jobPods(t, n, ns, job); len(pods) > 0 {
-			return pods[0].Metadata.Name
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pod for Job %s after %s", job, jobTimeout)
-		}
-		time.Sleep(200 * time.Millisecond) // polling the API, bounded by the deadline
-	}
-}
-
 // containsContainer reports whether the pod's spec has the container.
 func containsContainer(p pod, name string) bool {
 	for _, c := range p.Spec.Containers {
@@ -557,17 +495,4 @@ func containsContainer(p pod, name string) bool {
 		}
 	}
 	return false
-}
-
-// logPods logs the pods' states and their containers' logs, for a failure.
-func logPods(t *testing.T, n *kubetest.Node, ns string, pods []pod) {
-	t.Helper()
-	var b bytes.Buffer
-	for _, p := range pods {
-		fmt.Fprintf(&b, "pod %s: %s\n", p.Metadata.Name, describe(p))
-		for _, c := range p.Spec.Containers {
-			fmt.Fprintf(&b, "log of %s:\n%s\n", c.Name, containerLog(t, n, ns, p.Metadata.Name, c.Name))
-		}
-	}
-	t.Log(b.String())
 }

@@ -3,14 +3,12 @@
 package nodejobs
 
 import (
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,18 +29,6 @@ const (
 	restartApp   = "job"
 	restartImage = "registry.example.com/billing/invoice-export:2.3.0"
 )
-
-// restartRuns numbers the restart tests' namespaces, so that -count=N does not meet the
-// previous run's namespace while it is being deleted.
-var restartRuns atomic.Int64
-
-// restartNamespace creates a namespace of its own for a restart test, named after base.
-func restartNamespace(t *testing.T, n *kubetest.Node, base string) string {
-	t.Helper()
-	ns := base + "-" + strconv.FormatInt(restartRuns.Add(1), 10)
-	namespace(t, n, ns)
-	return ns
-}
 
 // restartJob describes a plain Job (before inject) for the restart tests.
 type restartJob struct {
@@ -129,55 +115,17 @@ func injectRestartJob(t *testing.T, plain []byte, wantEnv ...string) []byte {
 	return out
 }
 
-// restartJobState is what the tests read of a Job's status.
-type restartJobState struct {
-	Status struct {
-		Conditions []struct{ Type, Status, Reason, Message string }
-		Failed     int
-		Succeeded  int
-	}
-}
-
-// getRestartJob returns the Job's status.
-func getRestartJob(t *testing.T, n *kubetest.Node, ns, name string) restartJobState {
-	t.Helper()
-	var j restartJobState
-	if code := n.Do(t, http.MethodGet, "/apis/batch/v1/namespaces/"+ns+"/jobs/"+name, nil, &j); code != http.StatusOK {
-		t.Fatalf("GET job %s/%s: %d", ns, name, code)
-	}
-	return j
-}
-
 // runRestartJob creates the injected Job in ns, waits for its final condition, checks that it
 // is want, and returns the Job and its one pod.
-func runRestartJob(t *testing.T, n *kubetest.Node, ns string, stream []byte, want string) (restartJobState, pod) {
+func runRestartJob(t *testing.T, n *kubetest.Node, ns string, stream []byte, want string) (jobState, pod) {
 	t.Helper()
-	created := createYAML(t, n, ns, stream)
-	if len(created) != 1 || created[0][0] != "Job" {
-		t.Fatalf("created %v, want one Job", created)
-	}
-	name := created[0][1]
-	begin := time.Now()
-	cond := n.WaitJob(t, ns, name, jobTimeout)
-	pods := jobPods(t, n, ns, name)
-	if cond != want {
-		for _, p := range pods {
-			t.Logf("pod %s: %s", p.Metadata.Name, describe(p))
-			for _, c := range p.Spec.Containers {
-				t.Logf("log of %s:\n%s", c.Name, containerLog(t, n, ns, p.Metadata.Name, c.Name))
-			}
-		}
-		t.Fatalf("Job %s: %q after %s, want %s", name, cond, time.Since(begin).Round(time.Second), want)
-	}
-	t.Logf("Job %s %s %s after its creation", name, cond, time.Since(begin).Round(100*time.Millisecond))
-	if len(pods) != 1 {
-		t.Fatalf("Job %s: %d pods, want 1 (restarts are in place, failures final)", name, len(pods))
-	}
-	return getRestartJob(t, n, ns, name), pods[0]
+	name := createOne(t, n, ns, "Job", stream)
+	p := waitJob(t, n, ns, name, want, time.Now())
+	return getJob(t, n, ns, name), p
 }
 
 // restartCondition returns the Job's True condition of type typ, or fails the test.
-func restartCondition(t *testing.T, j restartJobState, typ string) (reason, message string) {
+func restartCondition(t *testing.T, j jobState, typ string) (reason, message string) {
 	t.Helper()
 	for _, c := range j.Status.Conditions {
 		if c.Type == typ && c.Status == "True" {
@@ -186,11 +134,6 @@ func restartCondition(t *testing.T, j restartJobState, typ string) (reason, mess
 	}
 	t.Fatalf("the Job has no %s condition: %+v", typ, j.Status.Conditions)
 	return "", ""
-}
-
-// restartMatches is how many lines of log match re.
-func restartMatches(log, re string) int {
-	return len(regexp.MustCompile(re).FindAllString(log, -1))
 }
 
 // Log lines the tests look for, in the kubelet's CRI format ("TIME stdout F line").
@@ -209,23 +152,8 @@ var (
 // container name, so a run's log file goes when the next run ends.
 func restartSummaries(t *testing.T, n *kubetest.Node, ns, podName, container string) (last, previous string) {
 	t.Helper()
-	var p struct {
-		Status struct {
-			ContainerStatuses []struct {
-				Name             string
-				State, LastState struct {
-					Terminated *struct{ Message string }
-				}
-			}
-		}
-	}
-	if code := n.Do(t, http.MethodGet, "/api/v1/namespaces/"+ns+"/pods/"+podName, nil, &p); code != http.StatusOK {
-		t.Fatalf("GET pod %s/%s: %d", ns, podName, code)
-	}
-	for _, st := range p.Status.ContainerStatuses {
-		if st.Name != container {
-			continue
-		}
+	p := getPod(t, n, ns, podName)
+	if st := p.status(container); st != nil {
 		if st.State.Terminated != nil {
 			last = st.State.Terminated.Message
 		}
@@ -276,7 +204,7 @@ func checkRestartedRun(t *testing.T, n *kubetest.Node, ns string, p pod, firstCo
 	if st.RestartCount != 0 {
 		t.Errorf("the sidecar %s restarted %d times, want 0: %s", sc, st.RestartCount, describe(p))
 	}
-	if c := restartMatches(scLog, logEnvoyQuit); c != 1 {
+	if c := countLines(scLog, logEnvoyQuit); c != 1 {
 		t.Errorf("the sidecar %s quit %d times, want once:\n%s", sc, c, scLog)
 	}
 	// It ran from before the first run's exit until after the second run started (RFC 3339 in
@@ -311,7 +239,7 @@ func checkFinalRun(t *testing.T, n *kubetest.Node, ns string, p pod, code int) s
 	}
 	sc := sidecarContainer("osm")
 	scLog := terminated(t, n, ns, p, sc, 0)
-	if c := restartMatches(scLog, logEnvoyQuit); c != 1 {
+	if c := countLines(scLog, logEnvoyQuit); c != 1 {
 		t.Errorf("the sidecar %s quit %d times, want once:\n%s", sc, c, scLog)
 	}
 	return log
@@ -337,7 +265,7 @@ func TestRestartRules(t *testing.T) {
 	injector(t, n)
 	t.Run("matching-exit-restarts", func(t *testing.T) {
 		t.Parallel()
-		ns := restartNamespace(t, n, "restart-rules-match")
+		ns := namespace(t, n, "restart-rules-match")
 		plain := restartJob{name: "rules", podPolicy: "Never", backoffLimit: 0, container: restartOn42,
 			env: map[string]string{"APP_RUNS": "/state/runs", "APP_EXITS": "42,0"}}.manifest(t)
 		stream := injectRestartJob(t, plain, "SIDESYNC_RESTART_POLICY", "SIDESYNC_RESTART_RULES")
@@ -349,7 +277,7 @@ func TestRestartRules(t *testing.T) {
 	})
 	t.Run("other-exit-ends", func(t *testing.T) {
 		t.Parallel()
-		ns := restartNamespace(t, n, "restart-rules-other")
+		ns := namespace(t, n, "restart-rules-other")
 		plain := restartJob{name: "rules", podPolicy: "Never", backoffLimit: 0, container: restartOn42,
 			env: map[string]string{"APP_RUNS": "/state/runs", "APP_EXITS": "3,0"}}.manifest(t)
 		stream := injectRestartJob(t, plain, "SIDESYNC_RESTART_RULES")
@@ -371,7 +299,7 @@ func TestRestartOnFailure(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
 	injector(t, n)
-	ns := restartNamespace(t, n, "restart-onfailure")
+	ns := namespace(t, n, "restart-onfailure")
 	plain := restartJob{name: "onfailure", podPolicy: "OnFailure", backoffLimit: 3,
 		env: map[string]string{"APP_RUNS": "/state/runs", "APP_EXITS": "1,0"}}.manifest(t)
 	stream := injectRestartJob(t, plain, "SIDESYNC_RESTART_POLICY")
@@ -393,7 +321,7 @@ func TestRestartPodFailurePolicy(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
 	injector(t, n)
-	ns := restartNamespace(t, n, "restart-pod-failure-policy")
+	ns := namespace(t, n, "restart-pod-failure-policy")
 	plain := restartJob{name: "pfp", podPolicy: "Never", backoffLimit: 3,
 		env: map[string]string{"APP_EXIT": "69"},
 		failurePolicy: map[string]any{"rules": []any{map[string]any{

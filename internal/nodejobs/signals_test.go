@@ -52,8 +52,8 @@ func TestSignalPodDeletion(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
 	injector(t, n)
-	const ns, job, grace = "signal-delete", "invoice-export", 30
-	run := startSignalJob(t, n, ns, job, grace, map[string]string{"APP_SLEEP": "1h"})
+	const job, grace = "invoice-export", 30
+	run := startSignalJob(t, n, "signal-delete", job, grace, map[string]string{"APP_SLEEP": "1h"})
 
 	p, logs := run.deleteAndWait(t, 2*time.Minute+grace*time.Second)
 	wrapper := p.status("job")
@@ -107,8 +107,8 @@ func TestSignalIgnoredUntilKilled(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
 	injector(t, n)
-	const ns, job, grace = "signal-ignored", "invoice-export", 5
-	run := startSignalJob(t, n, ns, job, grace, map[string]string{"APP_SLEEP": "1h", "APP_IGNORE_TERM": "1"})
+	const job, grace = "invoice-export", 5
+	run := startSignalJob(t, n, "signal-ignored", job, grace, map[string]string{"APP_SLEEP": "1h", "APP_IGNORE_TERM": "1"})
 
 	// The bound: the grace period, then the kill, under CI's load.
 	const bound = grace*time.Second + 2*time.Minute
@@ -155,13 +155,13 @@ type signalRun struct {
 	ended   time.Time // when a poll first saw every container terminated
 }
 
-// startSignalJob creates, in a new namespace ns, the Job that `kubectl sidesync inject` makes of
+// startSignalJob creates, in a new namespace named after base, the Job that `kubectl sidesync inject` makes of
 // a plain Job like deploy/examples/plain/osm.yaml: backoffLimit 0, no podFailurePolicy, the
 // given grace period and app environment, and holdFinalizer on its pod. It returns once the app
 // runs with its SIGTERM handler in place.
-func startSignalJob(t *testing.T, n *kubetest.Node, ns, job string, grace int, env map[string]string) *signalRun {
+func startSignalJob(t *testing.T, n *kubetest.Node, base, job string, grace int, env map[string]string) *signalRun {
 	t.Helper()
-	namespace(t, n, ns)
+	ns := namespace(t, n, base)
 	var envYAML strings.Builder
 	for _, k := range sortedKeys(env) {
 		fmt.Fprintf(&envYAML, "        - {name: %s, value: %q}\n", k, env[k])
@@ -204,23 +204,13 @@ spec:
 	if !strings.Contains(string(out), holdFinalizer) {
 		t.Fatalf("kubectl sidesync inject dropped the pod template's finalizer:\n%s", out)
 	}
-	createYAML(t, n, ns, out)
-	r := &signalRun{n: n, ns: ns, job: job}
-
-	deadline := time.Now().Add(jobTimeout)
-	for r.pod == "" {
-		if pods := jobPods(t, n, ns, job); len(pods) > 0 {
-			r.pod = pods[0].Metadata.Name
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no pod for Job %s after %s", job, jobTimeout)
-		} else {
-			time.Sleep(200 * time.Millisecond) // polling the API for the pod, bounded by the deadline
-		}
-	}
+	createOne(t, n, ns, "Job", out)
+	r := &signalRun{n: n, ns: ns, job: job, pod: waitJobPod(t, n, ns, job)}
 	t.Cleanup(func() { r.release(t) }) // before the namespace's deletion, which the finalizer would block
 
 	// The app prints "app: check URL STATUS" (APP_CHECK_URL, from its image) after it installed
 	// its SIGTERM handler: a SIGTERM before would kill it with Go's default action, silently.
+	deadline := time.Now().Add(jobTimeout)
 	for {
 		log := containerLog(t, n, ns, r.pod, "job")
 		if strings.Contains(log, "INFO command started") && strings.Contains(log, "app: check ") {
@@ -234,18 +224,6 @@ spec:
 		time.Sleep(200 * time.Millisecond) // polling the kubelet's log file, bounded by the deadline
 	}
 	return r
-}
-
-// podMeta is what the tests read of a Pod besides pod's fields.
-type podMeta struct {
-	Metadata struct {
-		ResourceVersion   string
-		DeletionTimestamp string
-		Finalizers        []string
-	}
-	Status struct {
-		Conditions []struct{ Type, Status, Reason string }
-	}
 }
 
 // deleteAndWait deletes the pod with its own grace period (a DELETE without a body, as kubectl
@@ -275,11 +253,7 @@ func (r *signalRun) deleteAndWait(t *testing.T, timeout time.Duration) (pod, map
 		}
 		readLogs()
 		var p pod
-		var m podMeta
 		if err := json.Unmarshal(raw, &p); err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(raw, &m); err != nil {
 			t.Fatal(err)
 		}
 		done := (p.Status.Phase == "Failed" || p.Status.Phase == "Succeeded") && len(p.Status.ContainerStatuses) == 2
@@ -289,20 +263,20 @@ func (r *signalRun) deleteAndWait(t *testing.T, timeout time.Duration) (pod, map
 		if done {
 			r.ended = time.Now()
 			readLogs()
-			if m.Metadata.DeletionTimestamp == "" {
+			if p.Metadata.DeletionTimestamp == "" {
 				t.Errorf("pod %s: no deletionTimestamp after the DELETE", r.pod)
 			}
 			// A DELETE through the API is no disruption in the Job controller's sense: only
 			// preemption, eviction, the taint manager, PodGC and the kubelet's own terminations
 			// add the DisruptionTarget condition. So a podFailurePolicy rule on it would not
 			// spare this failure.
-			for _, c := range m.Status.Conditions {
+			for _, c := range p.Status.Conditions {
 				if c.Type == "DisruptionTarget" {
 					t.Errorf("pod %s: condition DisruptionTarget=%s (%s) after a plain DELETE", r.pod, c.Status, c.Reason)
 				}
 			}
 			if t.Failed() || testing.Verbose() {
-				t.Logf("pod %s after the DELETE: phase %s, conditions %+v", r.pod, p.Status.Phase, m.Status.Conditions)
+				t.Logf("pod %s after the DELETE: phase %s, conditions %+v", r.pod, p.Status.Phase, p.Status.Conditions)
 			}
 			return p, logs
 		}
@@ -311,19 +285,6 @@ func (r *signalRun) deleteAndWait(t *testing.T, timeout time.Duration) (pod, map
 				r.pod, timeout, describe(p), logs["job"], signalSidecar, logs[signalSidecar])
 		}
 		time.Sleep(200 * time.Millisecond) // polling the API for the pod's state, bounded by the deadline
-	}
-}
-
-// checkExit checks that the container has terminated with code.
-func checkExit(t *testing.T, p pod, container string, code int) {
-	t.Helper()
-	st := p.status(container)
-	if st == nil || st.State.Terminated == nil {
-		t.Fatalf("pod %s: container %s has not terminated: %s", p.Metadata.Name, container, describe(p))
-	}
-	if got := st.State.Terminated; got.ExitCode != code {
-		t.Errorf("pod %s: container %s exited %d (%s, signal %d), want %d", p.Metadata.Name, container,
-			got.ExitCode, got.Reason, got.Signal, code)
 	}
 }
 
@@ -338,14 +299,7 @@ func checkJobFailedByDeletion(t *testing.T, n *kubetest.Node, r *signalRun, p po
 	if cond := n.WaitJob(t, r.ns, r.job, jobTimeout); cond != "Failed" {
 		t.Fatalf("Job %s after its pod's deletion: %q after %s, want Failed", r.job, cond, jobTimeout)
 	}
-	var job struct {
-		Status struct {
-			Active, Failed, Succeeded int
-			Terminating               *int
-			Conditions                []struct{ Type, Status, Reason, LastTransitionTime string }
-		}
-	}
-	n.Do(t, http.MethodGet, "/apis/batch/v1/namespaces/"+r.ns+"/jobs/"+r.job, nil, &job)
+	job := getJob(t, n, r.ns, r.job)
 	conds := map[string]string{}
 	var failedAt time.Time
 	for _, c := range job.Status.Conditions {
@@ -396,7 +350,7 @@ func (r *signalRun) release(t *testing.T) {
 			t.Errorf("GET pod %s to remove the finalizer %s: %d: %s", r.pod, holdFinalizer, code, raw)
 			return
 		}
-		var m podMeta
+		var m pod
 		if err := json.Unmarshal(raw, &m); err != nil {
 			t.Fatal(err)
 		}
@@ -419,16 +373,6 @@ func (r *signalRun) release(t *testing.T) {
 			return
 		}
 	}
-}
-
-// parseTime reads an API timestamp (RFC 3339, whole seconds).
-func parseTime(t *testing.T, s string) time.Time {
-	t.Helper()
-	tm, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		t.Fatalf("timestamp %q: %v", s, err)
-	}
-	return tm
 }
 
 // linesFrom returns a log's lines from the first that contains s.
