@@ -3,6 +3,7 @@
 package kubetest
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"net"
@@ -13,8 +14,9 @@ import (
 	"time"
 )
 
-// newAPIClient returns a client that trusts only the CA in caFile, as a pod's client would.
-func newAPIClient(caFile string) (*http.Client, error) {
+// newAPIClient returns a client that trusts only the CA in caFile, as a pod's client would, and
+// dials with dial (nil: net.Dialer's).
+func newAPIClient(caFile string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*http.Client, error) {
 	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
 		return nil, err
@@ -23,7 +25,7 @@ func newAPIClient(caFile string) (*http.Client, error) {
 	pool.AppendCertsFromPEM(caPEM)
 	return &http.Client{
 		Timeout:   30 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DialContext: dial},
 	}, nil
 }
 

@@ -50,7 +50,7 @@ func Start(t testing.TB) *Cluster {
 	deadline := begin.Add(readyTimeout) // shared by both processes: one budget for the whole start
 
 	etcdURL := c.startEtcd(t, etcdBin, deadline)
-	client, err := newAPIClient(c.CAFile)
+	client, err := newAPIClient(c.CAFile, nil)
 	if err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}

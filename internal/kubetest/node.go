@@ -5,8 +5,6 @@ package kubetest
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,7 +188,8 @@ func StartNode(logf func(string, ...any)) (n *Node, err error) {
 	c.Host, c.Port = nodeServiceIP, apiserverPort
 	c.URL = "https://" + net.JoinHostPort("127.0.0.1", apiserverPort)
 	c.CAFile = c.path(caCertFile)
-	if c.client, err = n.newClient(); err != nil {
+	// The test's client dials inside the node's network namespace.
+	if c.client, err = newAPIClient(c.CAFile, n.DialContext); err != nil {
 		return n, err
 	}
 	deadline := begin.Add(nodeReadyTimeout)
@@ -388,24 +387,6 @@ func (n *Node) logTails() string {
 
 // LogTails returns the last lines of each of the node's logs, for a failing test.
 func (n *Node) LogTails() string { return n.logTails() }
-
-// newClient returns the test's API client: it trusts the node's CA and dials inside the node's
-// network namespace.
-func (n *Node) newClient() (*http.Client, error) {
-	caPEM, err := os.ReadFile(n.CAFile)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	return &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: pool},
-			DialContext:     n.DialContext,
-		},
-	}, nil
-}
 
 // DialContext dials inside the node's network namespace: the socket is made on an OS thread
 // that has entered it, and stays in it whatever thread then uses it. The thread then goes back

@@ -4,17 +4,9 @@ package nodejobs
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -80,68 +72,34 @@ func importRealIstio(t *testing.T, n *kubetest.Node, istioDir string) {
 			realIstioOnce.err = err
 			return
 		}
-		certPEM, keyPEM, err := istioWorkloadCert()
+		// The agent's working directory in the container is /: the certificates that spare it a
+		// CA go where realsidecar lays them out for it.
+		files := map[string]string{
+			"/usr/local/bin/pilot-agent": filepath.Join(istioDir, "pilot-agent"),
+			"/usr/local/bin/envoy":       filepath.Join(dir, "envoystandin"),
+			realIstioTemplate:            filepath.Join(istioDir, "envoy_bootstrap.json"),
+		}
+		certs, err := realsidecar.WorkloadCertFiles()
 		if err != nil {
 			realIstioOnce.err = err
 			return
 		}
-		for name, b := range map[string][]byte{"cert.pem": certPEM, "key.pem": keyPEM} {
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+		for rel, b := range certs {
+			local := filepath.Join(dir, strings.ReplaceAll(rel, "/", "_"))
+			if err := os.WriteFile(local, b, 0o644); err != nil {
 				realIstioOnce.err = err
 				return
 			}
+			files["/"+rel] = local
 		}
-		// The agent's working directory in the container is /: it finds the certificates at
-		// ./var/run/secrets/workload-spiffe-credentials (istio-agent's initSdsServer) and the
-		// root at ./etc/certs, as realsidecar.writeWorkloadCerts lays them out.
-		creds := "/var/run/secrets/workload-spiffe-credentials/"
 		realIstioOnce.err = n.ImportImages(ctx, kubetest.Image{Ref: realIstioImage,
-			Files: map[string]string{
-				"/usr/local/bin/pilot-agent": filepath.Join(istioDir, "pilot-agent"),
-				"/usr/local/bin/envoy":       filepath.Join(dir, "envoystandin"),
-				realIstioTemplate:            filepath.Join(istioDir, "envoy_bootstrap.json"),
-				creds + "cert-chain.pem":     filepath.Join(dir, "cert.pem"),
-				creds + "key.pem":            filepath.Join(dir, "key.pem"),
-				creds + "root-cert.pem":      filepath.Join(dir, "cert.pem"),
-				"/etc/certs/root-cert.pem":   filepath.Join(dir, "cert.pem"),
-			},
+			Files:      files,
 			Entrypoint: []string{"/usr/local/bin/pilot-agent"},
 		})
 	})
 	if realIstioOnce.err != nil {
 		t.Fatalf("the real istio-proxy image: %v", realIstioOnce.err)
 	}
-}
-
-// istioWorkloadCert makes a self-signed ECDSA certificate with a workload's SPIFFE ID, its own
-// root, and its key, in PEM: what realsidecar gives the agent, so that it needs no CA.
-func istioWorkloadCert() (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	id, _ := url.Parse("spiffe://cluster.local/ns/real-istio/sa/default")
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{Organization: []string{"sidesync test"}},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		URIs:                  []*url.URL{id},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 // realIstioStatus is the sidecar.istio.io/status annotation Istio's injector writes for what

@@ -109,24 +109,33 @@ var workloadCert struct {
 	err             error
 }
 
-// writeWorkloadCerts writes the files that make the agent use file-mounted certificates instead
-// of asking a CA (istio-agent's initSdsServer), relative to its working directory dir:
+// WorkloadCertFiles are the files that make the agent use file-mounted certificates instead of
+// asking a CA (istio-agent's initSdsServer), by their paths relative to its working directory:
 // var/run/secrets/workload-spiffe-credentials/{cert-chain,key,root-cert}.pem and
 // etc/certs/root-cert.pem. One self-signed certificate, with the workload's SPIFFE ID, is the
-// whole chain and its own root.
-func writeWorkloadCerts(dir string) error {
+// whole chain and its own root. The same certificate every call, made once.
+func WorkloadCertFiles() (map[string][]byte, error) {
 	workloadCert.once.Do(func() { workloadCert.certPEM, workloadCert.keyPEM, workloadCert.err = selfSigned() })
 	if workloadCert.err != nil {
-		return workloadCert.err
+		return nil, workloadCert.err
 	}
-	creds := filepath.Join(dir, "var", "run", "secrets", "workload-spiffe-credentials")
-	files := map[string][]byte{
-		filepath.Join(creds, "cert-chain.pem"):              workloadCert.certPEM,
-		filepath.Join(creds, "key.pem"):                     workloadCert.keyPEM,
-		filepath.Join(creds, "root-cert.pem"):               workloadCert.certPEM,
-		filepath.Join(dir, "etc", "certs", "root-cert.pem"): workloadCert.certPEM,
+	creds := filepath.Join("var", "run", "secrets", "workload-spiffe-credentials")
+	return map[string][]byte{
+		filepath.Join(creds, "cert-chain.pem"):         workloadCert.certPEM,
+		filepath.Join(creds, "key.pem"):                workloadCert.keyPEM,
+		filepath.Join(creds, "root-cert.pem"):          workloadCert.certPEM,
+		filepath.Join("etc", "certs", "root-cert.pem"): workloadCert.certPEM,
+	}, nil
+}
+
+// writeWorkloadCerts writes WorkloadCertFiles under the agent's working directory dir.
+func writeWorkloadCerts(dir string) error {
+	files, err := WorkloadCertFiles()
+	if err != nil {
+		return err
 	}
-	for name, b := range files {
+	for rel, b := range files {
+		name := filepath.Join(dir, rel)
 		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 			return err
 		}
