@@ -183,6 +183,29 @@ func emulatorQuit(t *testing.T, container, log string) time.Time {
 	return time.Unix(0, ns)
 }
 
+// hangs watches a pod without sidesync whose other containers have ended, for plainWatch, and
+// fails the test if it reaches a final phase, or if at the end it is not Running with the mesh's
+// sidecar running: what holds the pod. A completion cannot be proved never to come: the pod is
+// watched for a bounded while.
+func hangs(t *testing.T, n *kubetest.Node, ns, name, sidecar string) pod {
+	t.Helper()
+	deadline := time.Now().Add(plainWatch)
+	var p pod
+	for time.Now().Before(deadline) {
+		p = getPod(t, n, ns, name)
+		if finished(p) {
+			dumpPod(t, n, ns, name)
+			t.Fatalf("pod %s without sidesync: %s, want it to hang: %s", name, p.Status.Phase, describe(p))
+		}
+		time.Sleep(200 * time.Millisecond) // polling the API over the bounded watch
+	}
+	if !running(p, sidecar) || p.Status.Phase != "Running" {
+		dumpPod(t, n, ns, name)
+		t.Fatalf("pod %s without sidesync: want Running with %s running: %s", name, sidecar, describe(p))
+	}
+	return p
+}
+
 // --- Argo --------------------------------------------------------------------------------------
 
 // TestArgo runs Argo's step pod (deploy/examples/argo.yaml: Argo's wait and the step's main,
@@ -206,19 +229,7 @@ func TestArgo(t *testing.T) {
 		ns := namespace(t, n, "argo-plain")
 		name := createOne(t, n, ns, "Pod", exampleStream(t, "argo", "plain"))
 		awaitPod(t, n, ns, name, "with wait and main terminated", func(p pod) bool { return ended(p, "wait", "main") })
-		// A completion cannot be proved never to come: the pod is watched for a bounded while.
-		deadline := time.Now().Add(plainWatch)
-		var p pod
-		for time.Now().Before(deadline) {
-			p = getPod(t, n, ns, name)
-			if finished(p) {
-				t.Fatalf("pod %s without sidesync: %s, want it to hang: %s", name, p.Status.Phase, describe(p))
-			}
-			time.Sleep(200 * time.Millisecond) // polling the API over the bounded watch
-		}
-		if !running(p, sidecarContainer("argo")) || p.Status.Phase != "Running" {
-			t.Fatalf("pod %s without sidesync: want Running with %s running: %s", name, sidecarContainer("argo"), describe(p))
-		}
+		hangs(t, n, ns, name, sidecarContainer("argo"))
 		log := containerLog(t, n, ns, name, "wait")
 		mustContain(t, "wait", log, `app: upload 4 at `) // wait did its work after main: only the proxy holds the pod
 		t.Logf("pod %s without sidesync: wait and main ended, %s runs and the pod is Running %s later",
@@ -289,30 +300,96 @@ func runArgo(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 // --- Tekton ------------------------------------------------------------------------------------
 
 // TestTekton runs a TaskRun's pod (deploy/examples/tekton.yaml: steps step-build and step-push
-// wrapped, Tekton's sidecar-registry not, Linkerd's proxy added by the mesh stand-in) and does
-// what Tekton's controller does around it: it sets the tekton.dev/ready annotation once the
-// sidecars run (the first step waits for it through the downward API), and once the steps have
-// ended it replaces sidecar-registry's image with the nop image, which stops it. sidesync tells
-// linkerd-proxy to quit, by the last step to end, and never touches sidecar-registry: it still
-// runs its first run, unrestarted, after the steps and the proxy have ended.
+// wrapped, Tekton's sidecar-registry not, Linkerd's proxy added by the mesh stand-in), as
+// written (init-copy) and as inject writes it for an image volume, and does what Tekton's
+// controller does around it: it sets the tekton.dev/ready annotation once the sidecars run (the
+// first step waits for it through the downward API), and once the steps have ended it replaces
+// sidecar-registry's image with the nop image, which stops it. sidesync tells linkerd-proxy to
+// quit, by the last step to end, and never touches sidecar-registry: it still runs its first
+// run, unrestarted, after the steps and the proxy have ended. The plain pod, without sidesync,
+// never completes: Tekton stops its own sidecar, nothing stops the mesh's.
 func TestTekton(t *testing.T) {
 	n := testNode(t)
 	injector(t, n)
 	nopImage(t, n)
 	t.Parallel()
-	ns := namespace(t, n, "tekton-init-copy")
-	begin := time.Now()
-	name := createOne(t, n, ns, "Pod", exampleStream(t, "tekton", "init-copy"))
-	proxy, own := sidecarContainer("tekton"), "sidecar-registry"
-	steps := []string{"step-build", "step-push"}
+	for _, delivery := range []string{"init-copy", "image-volume"} {
+		t.Run(delivery, func(t *testing.T) {
+			t.Parallel()
+			runTekton(t, n, "tekton-"+delivery, exampleStream(t, "tekton", delivery))
+		})
+	}
+	t.Run("without-sidesync", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, n, "tekton-plain")
+		name := createOne(t, n, ns, "Pod", exampleStream(t, "tekton", "plain"))
+		proxy, own := sidecarContainer("tekton"), "sidecar-registry"
+		steps := []string{"step-build", "step-push"}
 
-	// Tekton marks the pod ready once its sidecars run; its first step starts then.
+		tektonReady(t, n, ns, name, proxy, own)
+		p := awaitPod(t, n, ns, name, "with its steps terminated", func(p pod) bool { return ended(p, steps...) || finished(p) })
+		if finished(p) {
+			dumpPod(t, n, ns, name)
+			t.Fatalf("pod %s without sidesync: %s before Tekton stopped %s", name, p.Status.Phase, own)
+		}
+		for _, c := range steps {
+			checkExit(t, p, c, 0)
+		}
+		tektonStop(t, n, ns, name, own)
+		// The kubelet stops the registry's run and starts the nop in its place, which exits 0.
+		p = awaitPod(t, n, ns, name, own+"'s nop run terminated", func(p pod) bool {
+			st := p.status(own)
+			return st != nil && st.RestartCount >= 1 && st.State.Terminated != nil
+		})
+		checkExit(t, p, own, 0)
+		mustContain(t, own, containerLog(t, n, ns, name, own), `app: \S+ started as \["/ko-app/nop"\]`)
+
+		hangs(t, n, ns, name, proxy)
+		t.Logf("pod %s without sidesync: the steps ended, Tekton stopped %s, %s runs and the pod is Running %s later",
+			name, own, proxy, plainWatch)
+	})
+}
+
+// tektonReady does what Tekton's controller does once the pod's sidecars run: it sets the
+// tekton.dev/ready annotation, which the first step waits for through the downward API. It
+// returns when it did.
+func tektonReady(t *testing.T, n *kubetest.Node, ns, name, proxy, own string) time.Time {
+	t.Helper()
 	awaitPod(t, n, ns, name, "with its sidecars running", func(p pod) bool { return running(p, proxy, own) })
 	if code := n.Do(t, http.MethodPatch, "/api/v1/namespaces/"+ns+"/pods/"+name,
 		map[string]any{"metadata": map[string]any{"annotations": map[string]string{"tekton.dev/ready": "READY"}}}, nil); code != http.StatusOK {
 		t.Fatalf("PATCH the ready annotation: %d", code)
 	}
-	ready := time.Now()
+	return time.Now()
+}
+
+// tektonStop does what Tekton's controller does to stop a Task's sidecar once the steps have
+// ended: an update of the pod with the nop image in the sidecar's place.
+func tektonStop(t *testing.T, n *kubetest.Node, ns, name, own string) {
+	t.Helper()
+	var obj map[string]any
+	n.Do(t, http.MethodGet, "/api/v1/namespaces/"+ns+"/pods/"+name, nil, &obj)
+	for _, c := range obj["spec"].(map[string]any)["containers"].([]any) {
+		if c := c.(map[string]any); c["name"] == own {
+			c["image"] = tektonNopImage
+		}
+	}
+	if r := n.Send(t, http.MethodPut, "/api/v1/namespaces/"+ns+"/pods/"+name, obj); r.Code != http.StatusOK {
+		t.Fatalf("PUT the pod with %s's image replaced: %d: %s", own, r.Code, r.Body)
+	}
+}
+
+// runTekton creates the TaskRun's pod in a namespace named after base, does Tekton's part and
+// checks its run.
+func runTekton(t *testing.T, n *kubetest.Node, base string, stream []byte) {
+	ns := namespace(t, n, base)
+	begin := time.Now()
+	name := createOne(t, n, ns, "Pod", stream)
+	proxy, own := sidecarContainer("tekton"), "sidecar-registry"
+	steps := []string{"step-build", "step-push"}
+
+	// Tekton marks the pod ready once its sidecars run; its first step starts then.
+	ready := tektonReady(t, n, ns, name, proxy, own)
 
 	// The steps end, and the last tells linkerd-proxy to quit; Tekton's own sidecar runs on.
 	p := awaitPod(t, n, ns, name, "with its steps and "+proxy+" terminated", func(p pod) bool {
@@ -328,17 +405,8 @@ func TestTekton(t *testing.T) {
 		t.Fatalf("%s after the steps ended: want its first run still running (sidesync leaves it to Tekton): %s", own, describe(p))
 	}
 
-	// Tekton stops its sidecar: an update of the pod with the nop image in its place.
-	var obj map[string]any
-	n.Do(t, http.MethodGet, "/api/v1/namespaces/"+ns+"/pods/"+name, nil, &obj)
-	for _, c := range obj["spec"].(map[string]any)["containers"].([]any) {
-		if c := c.(map[string]any); c["name"] == own {
-			c["image"] = tektonNopImage
-		}
-	}
-	if r := n.Send(t, http.MethodPut, "/api/v1/namespaces/"+ns+"/pods/"+name, obj); r.Code != http.StatusOK {
-		t.Fatalf("PUT the pod with %s's image replaced: %d: %s", own, r.Code, r.Body)
-	}
+	// Tekton stops its sidecar.
+	tektonStop(t, n, ns, name, own)
 	p = succeeded(t, n, ns, name, begin)
 
 	logs := map[string]string{}
@@ -393,21 +461,55 @@ func TestTekton(t *testing.T) {
 // --- Airflow -----------------------------------------------------------------------------------
 
 // TestAirflow runs a KubernetesPodOperator's pod (deploy/examples/airflow.yaml: base wrapped,
-// airflow-xcom-sidecar not, Vault Agent added by the mesh stand-in) and does what the operator
-// does around it: once base has ended, it execs /bin/sh in airflow-xcom-sidecar and writes
-// `kill -s SIGINT 1` to its stdin (apache/airflow providers/cncf/kubernetes pod_manager.py,
-// extract_xcom_kill), through the API's exec subresource over a WebSocket. sidesync tells
-// vault-agent to quit when base ends and never touches the XCom sidecar, which still runs then.
+// airflow-xcom-sidecar not, Vault Agent added by the mesh stand-in), as written (init-copy) and
+// as inject writes it for an image volume, and does what the operator does around it: once base
+// has ended, it execs /bin/sh in airflow-xcom-sidecar and writes `kill -s SIGINT 1` to its stdin
+// (apache/airflow providers/cncf/kubernetes pod_manager.py, extract_xcom_kill), through the
+// API's exec subresource over a WebSocket. sidesync tells vault-agent to quit when base ends and
+// never touches the XCom sidecar, which still runs then. The plain pod, without sidesync, never
+// completes: the operator stops its own sidecar, nothing stops the mesh's.
 func TestAirflow(t *testing.T) {
 	n := testNode(t)
 	injector(t, n)
 	t.Parallel()
-	ns := namespace(t, n, "airflow-init-copy")
-	begin := time.Now()
-	// The operator's XCom sidecar image is "alpine", untagged: the kubelet would pull it (policy
-	// Always for :latest), and the node has no registry. It runs the stand-in imported under that
-	// name, with the policy set to IfNotPresent; nothing else of the manifest changes.
-	stream := exampleStream(t, "airflow", "init-copy")
+	for _, delivery := range []string{"init-copy", "image-volume"} {
+		t.Run(delivery, func(t *testing.T) {
+			t.Parallel()
+			runAirflow(t, n, "airflow-"+delivery, exampleStream(t, "airflow", delivery))
+		})
+	}
+	t.Run("without-sidesync", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t, n, "airflow-plain")
+		name := createAirflow(t, n, ns, exampleStream(t, "airflow", "plain"))
+		agent, own := sidecarContainer("airflow"), "airflow-xcom-sidecar"
+
+		p := awaitPod(t, n, ns, name, "with base terminated", func(p pod) bool { return ended(p, "base") || finished(p) })
+		if finished(p) {
+			dumpPod(t, n, ns, name)
+			t.Fatalf("pod %s without sidesync: %s before the operator stopped %s", name, p.Status.Phase, own)
+		}
+		checkExit(t, p, "base", 0)
+		if st := p.status(own); st == nil || st.State.Running == nil {
+			dumpPod(t, n, ns, name)
+			t.Fatalf("%s after base ended: want it running, for the operator to stop: %s", own, describe(p))
+		}
+		airflowStop(t, n, ns, name, own)
+		p = awaitPod(t, n, ns, name, own+" terminated", func(p pod) bool { return ended(p, own) })
+		mustContain(t, own, terminated(t, n, ns, p, own, 0), `app: SIGINT`)
+
+		hangs(t, n, ns, name, agent)
+		t.Logf("pod %s without sidesync: base ended, the operator stopped %s, %s runs and the pod is Running %s later",
+			name, own, agent, plainWatch)
+	})
+}
+
+// createAirflow creates the operator's pod of the stream in ns and returns its name. The
+// operator's XCom sidecar image is "alpine", untagged: the kubelet would pull it (policy Always
+// for :latest), and the node has no registry. It runs the stand-in imported under that name,
+// with the policy set to IfNotPresent; nothing else of the manifest changes.
+func createAirflow(t *testing.T, n *kubetest.Node, ns string, stream []byte) string {
+	t.Helper()
 	serviceAccounts(t, n, ns, stream)
 	obj := streamObject(t, stream, "Pod")
 	for _, c := range containersOf(obj) {
@@ -415,7 +517,23 @@ func TestAirflow(t *testing.T) {
 			c["imagePullPolicy"] = "IfNotPresent"
 		}
 	}
-	name := n.Create(t, "/api/v1/namespaces/"+ns+"/pods", obj)["metadata"].(map[string]any)["name"].(string)
+	return n.Create(t, "/api/v1/namespaces/"+ns+"/pods", obj)["metadata"].(map[string]any)["name"].(string)
+}
+
+// airflowStop does what the operator does to stop its XCom sidecar once base has ended: it
+// execs /bin/sh in it and writes `kill -s SIGINT 1` to its stdin.
+func airflowStop(t *testing.T, n *kubetest.Node, ns, name, own string) {
+	t.Helper()
+	out := execStdin(t, n, ns, name, own, []string{"/bin/sh"}, "kill -s SIGINT 1\n")
+	t.Logf("exec /bin/sh in %s, stdin `kill -s SIGINT 1`: %q", own, out)
+}
+
+// runAirflow creates the operator's pod in a namespace named after base, does the operator's
+// part and checks its run.
+func runAirflow(t *testing.T, n *kubetest.Node, base string, stream []byte) {
+	ns := namespace(t, n, base)
+	begin := time.Now()
+	name := createAirflow(t, n, ns, stream)
 	agent, own := sidecarContainer("airflow"), "airflow-xcom-sidecar"
 
 	awaitPod(t, n, ns, name, "with base terminated", func(p pod) bool { return ended(p, "base") || finished(p) })
@@ -441,8 +559,7 @@ func TestAirflow(t *testing.T) {
 		t.Fatalf("%s after base ended: want it still running (sidesync leaves it to the operator): %s", own, describe(p))
 	}
 
-	out := execStdin(t, n, ns, name, own, []string{"/bin/sh"}, "kill -s SIGINT 1\n")
-	t.Logf("exec /bin/sh in %s, stdin `kill -s SIGINT 1`: %q", own, out)
+	airflowStop(t, n, ns, name, own)
 	p = succeeded(t, n, ns, name, begin)
 
 	log := terminated(t, n, ns, p, "base", 0)
