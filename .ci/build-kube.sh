@@ -31,14 +31,16 @@ stamp="kubernetes=$KUBE_VERSION staging=$STAGING_VERSION etcd=$ETCD_VERSION cont
 KUBE_PROGRAMS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 CONTAINERD_PROGRAMS=(containerd containerd-shim-runc-v2 ctr)
 
-# runc, which containerd's shim runs, and the CNI plugins that give pods their network are
-# Debian's: the only parts not built from source here.
-if { ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/ptp ]; } && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "installing runc and containernetworking-plugins from Debian" >&2
+# runc, which containerd's shim runs, the CNI plugins that give pods their network, and ip,
+# which sets up the node's loopback, are Debian's: the only parts not built from source here.
+if { ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/ptp ] || ! command -v ip >/dev/null; } &&
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing runc, containernetworking-plugins and iproute2 from Debian" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q runc containernetworking-plugins >&2 ||
-    { apt-get update -q >&2 && apt-get install -y -q runc containernetworking-plugins >&2; } ||
-    echo "could not install runc and containernetworking-plugins: the node tests will skip" >&2
+  debs=(runc containernetworking-plugins iproute2)
+  apt-get install -y -q "${debs[@]}" >&2 ||
+    { apt-get update -q >&2 && apt-get install -y -q "${debs[@]}" >&2; } ||
+    echo "could not install ${debs[*]}: the node tests will skip" >&2
 fi
 
 up_to_date() {
