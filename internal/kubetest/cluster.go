@@ -3,6 +3,8 @@
 package kubetest
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -132,11 +134,27 @@ func (c *Cluster) logPath(name string, attempt int) string {
 // readVersion returns the apiserver's gitVersion from /version.
 func (c *Cluster) readVersion(t testing.TB) string {
 	t.Helper()
-	var v struct{ GitVersion string }
-	if code := c.Do(t, http.MethodGet, "/version", nil, &v); code != http.StatusOK {
-		t.Fatalf("kubetest: GET /version: %d", code)
+	v, err := c.gitVersion()
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
 	}
-	return v.GitVersion
+	return v
+}
+
+// gitVersion reads the apiserver's gitVersion from /version.
+func (c *Cluster) gitVersion() (string, error) {
+	var v struct{ GitVersion string }
+	code, body, _, err := c.roundTrip(context.Background(), c.AdminToken, http.MethodGet, "/version", nil)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("GET /version: %w", err)
+	case code != http.StatusOK:
+		return "", fmt.Errorf("GET /version: %d", code)
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return "", fmt.Errorf("GET /version: %w", err)
+	}
+	return v.GitVersion, nil
 }
 
 // Token returns the bearer token of one of the users that the apiserver authenticates: Admin,

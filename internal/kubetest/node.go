@@ -99,6 +99,7 @@ type Node struct {
 	logf       func(string, ...any)
 
 	pauseImported bool
+	programs      []string // the plan's, in order of start: their logs are NAME.log
 }
 
 // NodeUnavailable says why this machine cannot run a node ("" when it can): not root, no
@@ -196,7 +197,7 @@ func StartNode(logf func(string, ...any)) (n *Node, err error) {
 	if err := n.waitReady(deadline); err != nil {
 		return n, err
 	}
-	c.Version = n.readVersion()
+	c.Version, _ = c.gitVersion() // only for the log line: "" if it cannot be read
 	n.logf("kubetest: node %s Ready, kubelet %s, after %s", n.Name, c.Version, time.Since(begin).Round(time.Millisecond))
 	return n, nil
 }
@@ -262,6 +263,7 @@ func (n *Node) writeConfig() (string, error) {
 		},
 	}
 	for i := range plan.Procs {
+		n.programs = append(n.programs, plan.Procs[i].Name)
 		plan.Procs[i].Env = []string{path, "HOME=" + c.dir, "TMPDIR=" + c.dir}
 		plan.Procs[i].Log = c.path(plan.Procs[i].Name + ".log")
 	}
@@ -371,16 +373,10 @@ func (n *Node) logEvents() {
 // logTails returns the last lines of the init's and the programs' logs, for an error message.
 func (n *Node) logTails() string {
 	var b strings.Builder
-	for _, name := range []string{"init", "etcd", "kube-apiserver", "containerd", "kube-controller-manager", "kube-scheduler", "kubelet"} {
-		data, err := os.ReadFile(n.path(name + ".log"))
-		if err != nil || len(data) == 0 {
-			continue
+	for _, name := range append([]string{"init"}, n.programs...) {
+		if tail := lastLines(n.path(name+".log"), 15); tail != "" {
+			fmt.Fprintf(&b, "\n--- %s.log:\n%s", name, tail)
 		}
-		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > 15 {
-			lines = lines[len(lines)-15:]
-		}
-		fmt.Fprintf(&b, "\n--- %s.log:\n%s", name, strings.Join(lines, "\n"))
 	}
 	return b.String()
 }
@@ -479,16 +475,6 @@ func (n *Node) nodeReady() bool {
 		}
 	}
 	return false
-}
-
-// readVersion returns the API server's gitVersion, or "" if it cannot be read.
-func (n *Node) readVersion() string {
-	var v struct{ GitVersion string }
-	code, body, _, err := n.roundTrip(context.Background(), n.AdminToken, http.MethodGet, "/version", nil)
-	if err != nil || code != http.StatusOK || json.Unmarshal(body, &v) != nil {
-		return ""
-	}
-	return v.GitVersion
 }
 
 // Stop stops the node: SIGTERM to its init, which stops the kubelet, the control plane and
@@ -595,9 +581,6 @@ func (n *Node) processesLeft() error {
 	}
 	return errors.Join(errs...)
 }
-
-// goarch is the architecture of the node's images: the machine's.
-func goarch() string { return runtime.GOARCH }
 
 // WaitJob waits until the Job has a Complete or Failed condition that is True and returns its
 // type, or returns "" once timeout has passed.

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -107,7 +108,7 @@ func (im Image) build() (v1.Image, error) {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", goarch()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH // the machine's: the node's
 	cf.Config.Entrypoint, cf.Config.Cmd, cf.Config.User = im.Entrypoint, im.Cmd, im.User
 	cf.Config.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, im.Env...)
 	return mutate.ConfigFile(img, cf)

@@ -143,13 +143,20 @@ func (p *process) stop(t testing.TB) {
 
 // logTail logs the last n lines of the process's output.
 func (p *process) logTail(t testing.TB, n int) {
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return
+	if tail := lastLines(p.logPath, n); tail != "" {
+		t.Logf("kubetest: last lines of %s:\n%s", filepath.Base(p.logPath), tail)
+	}
+}
+
+// lastLines returns the last n lines of a log file, or "" if it is empty or cannot be read.
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 {
+		return ""
 	}
 	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	t.Logf("kubetest: last lines of %s:\n%s", filepath.Base(p.logPath), strings.Join(lines, "\n"))
+	return strings.Join(lines, "\n")
 }

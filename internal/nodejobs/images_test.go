@@ -4,10 +4,10 @@ package nodejobs
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,14 +211,4 @@ func podTemplate(job map[string]any) (tmpl, spec map[string]any) {
 }
 
 // sortedKeys returns m's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// goarch is the node's architecture: the machine's.
-func goarch() string { return runtime.GOARCH }
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

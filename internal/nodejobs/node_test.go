@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,7 +109,7 @@ func setUp(dir string) error {
 	if err != nil {
 		return err
 	}
-	release, err := image.NewImage(bin, v1.Platform{OS: "linux", Architecture: goarch()}, nil)
+	release, err := image.NewImage(bin, v1.Platform{OS: "linux", Architecture: runtime.GOARCH}, nil)
 	if err != nil {
 		return err
 	}

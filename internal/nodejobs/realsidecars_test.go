@@ -56,9 +56,10 @@ func realIstioAgent(t *testing.T) string {
 	return dir
 }
 
-// importRealIstio builds the Envoy stand-in and imports realIstioImage, once per process.
+// importRealIstio imports realIstioImage, with realsidecar's Envoy stand-in, once per process.
 func importRealIstio(t *testing.T, n *kubetest.Node, istioDir string) {
 	t.Helper()
+	envoy := realsidecar.EnvoyStandIn(t) // built once per process, outside the Once: it may fail the test
 	realIstioOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "nodejobs-istio-")
 		if err != nil {
@@ -68,15 +69,11 @@ func importRealIstio(t *testing.T, n *kubetest.Node, istioDir string) {
 		defer os.RemoveAll(dir) // ImportImages has read the files by then
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		if err := kubetest.BuildStatic(ctx, dir, "github.com/sidesync/sidesync/internal/realsidecar/envoystandin"); err != nil {
-			realIstioOnce.err = err
-			return
-		}
 		// The agent's working directory in the container is /: the certificates that spare it a
 		// CA go where realsidecar lays them out for it.
 		files := map[string]string{
 			"/usr/local/bin/pilot-agent": filepath.Join(istioDir, "pilot-agent"),
-			"/usr/local/bin/envoy":       filepath.Join(dir, "envoystandin"),
+			"/usr/local/bin/envoy":       envoy,
 			realIstioTemplate:            filepath.Join(istioDir, "envoy_bootstrap.json"),
 		}
 		certs, err := realsidecar.WorkloadCertFiles()

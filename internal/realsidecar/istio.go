@@ -99,7 +99,7 @@ func cacheDir() string {
 func StartIstioAgent(t testing.TB, opts IstioOptions) *IstioAgent {
 	t.Helper()
 	path, template := findIstioAgent(t)
-	envoy := envoyStandIn(t)
+	envoy := EnvoyStandIn(t)
 	ports, err := freePorts(3)
 	if err != nil {
 		t.Fatalf("realsidecar: picking ports: %v", err)

@@ -23,7 +23,7 @@ import (
 	"time"
 )
 
-// standInPkg is the stand-in Envoy's package, built by envoyStandIn.
+// standInPkg is the stand-in Envoy's package, built by EnvoyStandIn.
 const standInPkg = "github.com/sidesync/sidesync/internal/realsidecar/envoystandin"
 
 var standIn struct {
@@ -32,11 +32,11 @@ var standIn struct {
 	err  error
 }
 
-// envoyStandIn returns the stand-in Envoy binary, building it once per test process with the go
+// EnvoyStandIn returns the stand-in Envoy binary, static, building it once per test process with the go
 // command into ${XDG_CACHE_HOME:-$HOME/.cache}/sidesync-ci/envoystandin/KEY/envoy, where KEY
 // hashes its source and the Go version: later runs reuse it without building. A build writes
 // a temporary file and renames it, so test processes building at once do not clash.
-func envoyStandIn(t testing.TB) string {
+func EnvoyStandIn(t testing.TB) string {
 	t.Helper()
 	standIn.once.Do(func() { standIn.path, standIn.err = buildStandIn() })
 	if standIn.err != nil {
