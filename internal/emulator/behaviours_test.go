@@ -165,3 +165,28 @@ func TestBehaviourDefaultsUnchanged(t *testing.T) {
 		t.Errorf("/ready = %d %q", res.status, res.body)
 	}
 }
+
+// TestQuitWhileStopping: a shutdown request read after the sidecar began to stop (SIGTERM first,
+// as when the kubelet stops every container of a deleted pod at once) is neither taken nor
+// answered: the connection closes unanswered, no quit event is written and the exit code stays
+// SIGTERM's 0. On the wire that window is a race, so the test calls the wrapped route's handler
+// itself, after Close; the handler a profile gives (which would answer 200) must not even run.
+func TestQuitWhileStopping(t *testing.T) {
+	sc, rec := startEnvoy(t, Options{})
+	ran := false
+	h := sc.wrap(&Route{Role: RoleShutdown}, func(*Request) Reply {
+		ran = true
+		return Reply{Outcome: Answer, Response: Response{Status: 200, Body: []byte("OK\n")}}
+	})
+	sc.Close()
+	reply := h(&Request{Method: "POST", Path: "/quitquitquit"})
+	if reply.Outcome != Drop || ran {
+		t.Errorf("quit while stopping: outcome %s, profile handler ran %v; want %s and not run", reply.Outcome, ran, Drop)
+	}
+	if rec.has("quit") {
+		t.Errorf("a quit event after the sidecar stopped:\n%s", rec.text())
+	}
+	if code := sc.ExitCode(); code != 0 {
+		t.Errorf("exit code %d, want SIGTERM's 0", code)
+	}
+}

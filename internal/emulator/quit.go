@@ -43,8 +43,15 @@ func (s *Sidecar) countProbe() {
 // answer); "hang", "redirect", "403", "404", "405" and "500" keep the
 // sidecar up. Refusals (401, 403, 404,
 // 405) therefore never quit.
+//
+// A shutdown request read after the sidecar began to stop (SIGTERM first: Close, or the end of
+// Start's context) is not taken and not answered: the connection closes (Outcome Drop), as the
+// real process exits under it. Answering 2xx there would claim a quit that never happened.
 func (s *Sidecar) shutdownHandler(rt *Route, h Handler) Handler {
 	return func(r *Request) Reply {
+		if s.isStopping() {
+			return Reply{Outcome: Drop}
+		}
 		b := s.opts.QuitBehaviour
 		reply := b.apply(h, r, s.opts.SlowBy)
 		accepted := b == BehaviourReset || b == BehaviourEOF || b == BehaviourGarbage || b == BehaviourEndless
@@ -61,6 +68,13 @@ func (s *Sidecar) shutdownHandler(rt *Route, h Handler) Handler {
 		}
 		return reply
 	}
+}
+
+// isStopping reports whether the sidecar has begun to stop.
+func (s *Sidecar) isStopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
 }
 
 // acceptQuit records the first accepted shutdown request and its exit
