@@ -1,10 +1,7 @@
 package inject
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,27 +55,15 @@ func Patch(raw []byte, tm manifest.TypeMeta, o Options, eps Entrypoints) ([]Op, 
 }
 
 // decodeObject reads one JSON object, numbers as json.Number, as Apply expects them.
-func decodeObject(raw []byte) (map[string]any, error) {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var obj map[string]any
-	if err := d.Decode(&obj); err != nil {
-		return nil, fmt.Errorf("the object is not a JSON object: %w", err)
-	}
-	if obj == nil {
-		return nil, fmt.Errorf("the object is null")
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, fmt.Errorf("the object is followed by more JSON")
-	}
-	return obj, nil
-}
+func decodeObject(raw []byte) (map[string]any, error) { return manifest.DecodeJSONObject(raw) }
 
 // patcher collects the operations.
 type patcher struct{ ops []Op }
 
-func (ps *patcher) add(path string, v any) { ps.ops = append(ps.ops, Op{Op: "add", Path: path, Value: v}) }
-func (ps *patcher) remove(path string)     { ps.ops = append(ps.ops, Op{Op: "remove", Path: path}) }
+func (ps *patcher) add(path string, v any) {
+	ps.ops = append(ps.ops, Op{Op: "add", Path: path, Value: v})
+}
+func (ps *patcher) remove(path string) { ps.ops = append(ps.ops, Op{Op: "remove", Path: path}) }
 
 // pod writes the operations for the pod (the Pod itself or a template) at base, from its state
 // before and after Apply.

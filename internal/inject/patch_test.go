@@ -345,4 +345,3 @@ func mustRead(t *testing.T, name string) []byte {
 	}
 	return b
 }
-

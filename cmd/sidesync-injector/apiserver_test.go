@@ -1,0 +1,296 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sidesync/sidesync/internal/admission"
+	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/inject"
+	"github.com/sidesync/sidesync/internal/kubetest"
+	"github.com/sidesync/sidesync/internal/manifest"
+)
+
+// The webhook on the real kube-apiserver v1.37.2 (internal/kubetest): the injector runs
+// in-process on loopback TLS, and its configurations are those internal/admission writes (the
+// chart's are generated from them), with the Service replaced by the injector's URL. No kubelet
+// runs: pods stay Pending, which is all admission needs.
+
+const ownNamespace = "sidesync-system"
+
+// webhookCluster starts a cluster and an injector registered with it.
+func webhookCluster(t *testing.T, args ...string) (*kubetest.Cluster, *injector, *testCA) {
+	t.Helper()
+	c := kubetest.Start(t)
+	ca := newTestCA(t)
+	kc := kubeconfig(t, c.URL, c.CAFile, c.AdminToken)
+	c.CreateNamespace(t, ownNamespace)
+	in := startInjector(t, ca, append([]string{"--kubeconfig=" + kc, "--namespace=" + ownNamespace}, args...)...)
+	register(t, c, in.webhook, ca.PEM)
+	return c, in, ca
+}
+
+// register creates the two webhook configurations for the injector at addr.
+func register(t *testing.T, c *kubetest.Cluster, addr string, caPEM []byte) {
+	t.Helper()
+	o := admission.Options{Endpoint: admission.Endpoint{URL: "https://" + addr, CABundle: caPEM}, Namespace: ownNamespace}
+	c.Create(t, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", admission.MutatingWebhookConfiguration(o))
+	c.Create(t, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", admission.ValidatingWebhookConfiguration(o))
+	// The API server picks configurations up from a watch: wait until a dry-run pod comes back
+	// wrapped.
+	c.CreateNamespaceLabelled(t, "probe", map[string]string{admission.InjectLabel: admission.Enabled})
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		r := c.Send(t, "POST", "/api/v1/namespaces/probe/pods?dryRun=All", pod("probe", []string{"/app"}, nil, nil))
+		if r.Code == 201 && strings.Contains(string(r.Body), contract.InjectedAnnotation) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the webhook is not called 2 minutes after its registration: %d %s", r.Code, r.Body)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the API server's watch, bounded by deadline
+	}
+}
+
+// pod is a Pod with one app container (command nil: none) and an Istio sidecar.
+func pod(name string, command []string, labels, annotations map[string]string) map[string]any {
+	app := map[string]any{"name": "app", "image": "example.com/app:1"}
+	if command != nil {
+		app["command"] = command
+	}
+	meta := map[string]any{"name": name}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	if annotations != nil {
+		meta["annotations"] = annotations
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": map[string]any{
+		"restartPolicy": "Never",
+		"containers": []any{app, map[string]any{"name": "istio-proxy", "image": "docker.io/istio/proxyv2:1.28.0",
+			"args": []any{"proxy", "sidecar"}}},
+	}}
+}
+
+func annotationsOf(obj map[string]any) map[string]any {
+	meta, _ := obj["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	return ann
+}
+
+// TestWebhookOnAPIServer creates pods in selected and other namespaces and reads what the API
+// server stored.
+func TestWebhookOnAPIServer(t *testing.T) {
+	c, in, _ := webhookCluster(t)
+	sel := map[string]string{admission.InjectLabel: admission.Enabled}
+	c.CreateNamespaceLabelled(t, "selected", sel)
+	c.CreateNamespace(t, "plain")
+	c.CreateNamespace(t, "unlabelled")
+
+	t.Run("namespace-wide: the stored pod is Apply's", func(t *testing.T) {
+		in, err := manifest.DecodeJSONObject([]byte(mustJSONT(t, pod("wrapped", []string{"/app", "--n", "1"}, nil, nil))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := c.CreatePod(t, "selected", in)
+		// The same pod through Apply, created where nothing selects it: the API server's defaults
+		// apply to both alike.
+		out, r, err := inject.Apply(in, manifest.TypeMeta{}, inject.Options{Version: testVersion, Image: testImage}, nil)
+		if err != nil || !r.Changed {
+			t.Fatalf("Apply: %v %+v", err, r)
+		}
+		out["metadata"].(map[string]any)["name"] = "wrapped"
+		want := c.CreatePod(t, "plain", out)
+		// The ServiceAccount admission plugin, which runs before webhooks, adds the token's
+		// volume and mounts: before sidesync's in the webhook's pod, after them (and into the
+		// install container too) in Apply's. Both are compared without it.
+		if g, w := mustJSONT(t, withoutToken(stored)["spec"]), mustJSONT(t, withoutToken(want)["spec"]); g != w {
+			t.Errorf("stored spec differs from Apply's:\n got %s\nwant %s", g, w)
+		}
+		if g, w := mustJSONT(t, annotationsOf(stored)), mustJSONT(t, annotationsOf(want)); g != w {
+			t.Errorf("stored annotations differ from Apply's:\n got %s\nwant %s", g, w)
+		}
+	})
+	t.Run("not selected", func(t *testing.T) {
+		c.CreateServiceAccount(t, "kube-system", "default")
+		for _, tc := range []struct {
+			ns          string
+			labels, ann map[string]string
+		}{
+			{"unlabelled", nil, nil},
+			{"selected", map[string]string{admission.InjectLabel: admission.Disabled}, nil},
+			{"selected", nil, map[string]string{admission.InjectLabel: admission.OptOutAnnotationValue}},
+			{ownNamespace, sel, nil},
+			{"kube-system", sel, nil},
+		} {
+			stored := c.CreatePod(t, tc.ns, pod(fmt.Sprintf("left-%d", time.Now().UnixNano()), []string{"/app"}, tc.labels, tc.ann))
+			if _, ok := annotationsOf(stored)[contract.InjectedAnnotation]; ok {
+				t.Errorf("namespace %s, labels %v, annotations %v: the pod was wrapped", tc.ns, tc.labels, tc.ann)
+			}
+		}
+	})
+	t.Run("command-less, namespace-wide: admitted unwrapped, annotated", func(t *testing.T) {
+		stored := c.CreatePod(t, "selected", pod("no-command", nil, nil, nil))
+		ann := annotationsOf(stored)
+		if _, ok := ann[contract.InjectedAnnotation]; ok {
+			t.Fatal("wrapped without a command")
+		}
+		if s, _ := ann[admission.SkippedAnnotation].(string); !strings.HasPrefix(s, admission.ReasonNoCommand+": ") {
+			t.Errorf("skipped annotation %q", s)
+		}
+	})
+	t.Run("command-less, opted in itself: denied", func(t *testing.T) {
+		r := c.Send(t, "POST", "/api/v1/namespaces/unlabelled/pods", pod("must-wrap", nil, sel, nil))
+		if r.Code != 403 || !strings.Contains(string(r.Body), "asks to be wrapped") {
+			t.Errorf("got %d %s, want 403 with the reason", r.Code, r.Body)
+		}
+	})
+	t.Run("opted in itself, with a command: wrapped in any namespace", func(t *testing.T) {
+		stored := c.CreatePod(t, "unlabelled", pod("explicit", []string{"/app"}, sel, nil))
+		if _, ok := annotationsOf(stored)[contract.InjectedAnnotation]; !ok {
+			t.Error("not wrapped")
+		}
+	})
+	t.Run("dry run: the same answer, no Event", func(t *testing.T) {
+		r := c.Send(t, "POST", "/api/v1/namespaces/selected/pods?dryRun=All", pod("dry", []string{"/app"}, nil, nil))
+		if r.Code != 201 || !strings.Contains(string(r.Body), contract.InjectedAnnotation) {
+			t.Errorf("dry run: %d %s", r.Code, r.Body)
+		}
+		var got map[string]any
+		if c.Do(t, "GET", "/api/v1/namespaces/selected/pods/dry", nil, &got) != 404 {
+			t.Error("the dry-run pod was stored")
+		}
+	})
+	t.Run("warnings at Job creation", func(t *testing.T) {
+		job := func(name string) map[string]any {
+			p := pod(name, []string{"/app"}, nil, map[string]string{"sidecar.istio.io/inject": "true"})
+			spec := p["spec"].(map[string]any)
+			spec["containers"] = spec["containers"].([]any)[:1]
+			return map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": name},
+				"spec": map[string]any{"template": map[string]any{"metadata": p["metadata"], "spec": spec}}}
+		}
+		plain := c.Send(t, "POST", "/apis/batch/v1/namespaces/plain/jobs", job("announced"))
+		if plain.Code != 201 || !slices.ContainsFunc(plain.Warnings, func(w string) bool { return strings.Contains(w, "sidecar-never-quits") }) {
+			t.Errorf("a Job announcing Istio's sidecar in an unselected namespace: %d, warnings %q", plain.Code, plain.Warnings)
+		}
+		for _, w := range plain.Warnings {
+			if !strings.HasPrefix(w, "sidesync: ") || len(w) > admission.MaxWarning {
+				t.Errorf("warning %q: not `sidesync: ` or over %d bytes", w, admission.MaxWarning)
+			}
+		}
+		selected := c.Send(t, "POST", "/apis/batch/v1/namespaces/selected/jobs", job("announced"))
+		if selected.Code != 201 || len(selected.Warnings) != 0 {
+			t.Errorf("the same Job in a selected namespace: %d, warnings %q", selected.Code, selected.Warnings)
+		}
+	})
+	if t.Failed() {
+		t.Logf("injector log:\n%s", in.stderr)
+	}
+}
+
+// TestWebhookDown: with the injector stopped, a pod that opted in itself is refused (Fail) and a
+// pod of a selected namespace is created unwrapped (Ignore).
+func TestWebhookDown(t *testing.T) {
+	c, in, _ := webhookCluster(t)
+	c.CreateNamespaceLabelled(t, "selected", map[string]string{admission.InjectLabel: admission.Enabled})
+	in.stop(t)
+	r := c.Send(t, "POST", "/api/v1/namespaces/selected/pods", pod("explicit", []string{"/app"}, map[string]string{admission.InjectLabel: admission.Enabled}, nil))
+	if r.Code/100 == 2 {
+		t.Errorf("an opted-in pod was created with the webhook down: %d", r.Code)
+	}
+	stored := c.CreatePod(t, "selected", pod("namespace-wide", []string{"/app"}, nil, nil))
+	if _, ok := annotationsOf(stored)[contract.InjectedAnnotation]; ok {
+		t.Error("wrapped with the webhook down?")
+	}
+}
+
+// TestCertificateSwap renews the serving certificate several times while pods are created
+// without pause: no admission fails, and the injector serves the new certificate.
+func TestCertificateSwap(t *testing.T) {
+	c, in, ca := webhookCluster(t)
+	c.CreateNamespaceLabelled(t, "selected", map[string]string{admission.InjectLabel: admission.Enabled})
+	var failed, done atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := c.Send(t, "POST", "/api/v1/namespaces/selected/pods?dryRun=All", pod(fmt.Sprintf("p-%d-%d", w, i), []string{"/app"}, nil, nil))
+				if r.Code != 201 || !strings.Contains(string(r.Body), contract.InjectedAnnotation) {
+					failed.Add(1)
+					t.Errorf("admission during the swap: %d %.300s", r.Code, r.Body)
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	for range 5 {
+		before := done.Load()
+		ca.issue(t)
+		for done.Load() < before+20 { // the swap is seen under traffic: wait for 20 admissions after it
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("%d admissions across 5 certificate swaps, %d failed", done.Load(), failed.Load())
+	if n := certSerial(t, in.webhook); n != ca.n {
+		t.Errorf("the injector serves certificate %d, want the last issued, %d", n, ca.n)
+	}
+}
+
+// withoutToken drops the service account token's volume and mounts (kube-api-access-*).
+func withoutToken(pod map[string]any) map[string]any {
+	isToken := func(e any) bool {
+		m, _ := e.(map[string]any)
+		n, _ := m["name"].(string)
+		return strings.HasPrefix(n, "kube-api-access-")
+	}
+	spec := pod["spec"].(map[string]any)
+	spec["volumes"] = slices.DeleteFunc(spec["volumes"].([]any), isToken)
+	for _, key := range []string{"containers", "initContainers"} {
+		l, _ := spec[key].([]any)
+		for _, c := range l {
+			c := c.(map[string]any)
+			if mounts, ok := c["volumeMounts"].([]any); ok {
+				c["volumeMounts"] = slices.DeleteFunc(mounts, isToken)
+			}
+		}
+	}
+	return pod
+}
+
+// certSerial is the serial number of the certificate served at addr.
+func certSerial(t *testing.T, addr string) int64 {
+	t.Helper()
+	conn, err := tlsDial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+}
+
+func mustJSONT(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

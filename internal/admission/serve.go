@@ -1,0 +1,192 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// MaxReview is the largest AdmissionReview read: the API server refuses objects over 3 MiB,
+// and a review holds the object (and, for an update, the old one).
+const MaxReview = 8 << 20
+
+// DefaultBudget is how long a request may take when the API server says nothing (it sends its
+// timeout as ?timeout=10s).
+const DefaultBudget = 10 * time.Second
+
+// Metrics are the webhook's Prometheus metrics.
+type Metrics struct {
+	Admissions *prometheus.CounterVec   // by webhook, outcome, reason
+	Latency    *prometheus.HistogramVec // by webhook, seconds, millisecond buckets
+	Lookups    *prometheus.CounterVec   // registry lookups by result
+	InFlight   prometheus.Gauge
+}
+
+// NewMetrics registers the metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidesync_injector_admissions_total",
+			Help: "Admission requests answered, by webhook (mutate, warn), outcome (wrapped, unchanged, skipped, denied, error) and skip reason."},
+			[]string{"webhook", "outcome", "reason"}),
+		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sidesync_injector_admission_duration_seconds",
+			Help:    "Time to answer an admission request, at the handler.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5, 10}},
+			[]string{"webhook"}),
+		Lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidesync_injector_registry_lookups_total",
+			Help: "Images whose ENTRYPOINT and CMD were needed, by result: read from the registry, cached, error, timeout."}, []string{"result"}),
+		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sidesync_injector_in_flight",
+			Help: "Admission requests being answered."}),
+	}
+	reg.MustRegister(m.Admissions, m.Latency, m.Lookups, m.InFlight)
+	return m
+}
+
+// Server serves the two webhooks over HTTP (the caller adds TLS).
+type Server struct {
+	Mutator *Mutator
+	Warner  *Warner
+	Metrics *Metrics
+	Log     *slog.Logger
+	// Slots caps the requests answered at once; a request waits for a slot within its budget,
+	// then is answered with an error (the webhook's failurePolicy decides). Nil: no cap.
+	Slots chan struct{}
+}
+
+// Handler routes MutatePath and WarnPath.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+MutatePath, func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r, "mutate", s.Mutator.Mutate)
+	})
+	mux.HandleFunc("POST "+WarnPath, func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r, "warn", s.Warner.Warn)
+	})
+	return mux
+}
+
+// serve reads an AdmissionReview, answers it with answer within the request's budget, counts
+// and logs it.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, webhook string, answer func(context.Context, *admissionv1.AdmissionRequest) Result) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(r.Context(), budget(r))
+	defer cancel()
+	if s.Slots != nil {
+		select {
+		case s.Slots <- struct{}{}:
+			defer func() { <-s.Slots }()
+		case <-ctx.Done():
+			s.count(webhook, Errored, "busy", start)
+			http.Error(w, "sidesync: too many requests at once", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	if s.Metrics != nil {
+		s.Metrics.InFlight.Inc()
+		defer s.Metrics.InFlight.Dec()
+	}
+	review, err := readReview(r)
+	if err != nil {
+		s.count(webhook, Errored, "", start)
+		s.Log.Warn("admission request not read", "webhook", webhook, "err", err)
+		http.Error(w, "sidesync: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	res := answer(ctx, review.Request)
+	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: res.Response}
+	body, err := json.Marshal(out)
+	if err != nil {
+		s.count(webhook, Errored, "", start)
+		http.Error(w, "sidesync: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+	s.count(webhook, res.Outcome, res.Reason, start)
+	req := review.Request
+	s.Log.LogAttrs(ctx, level(res.Outcome), "admission", slog.String("webhook", webhook), slog.String("uid", string(req.UID)),
+		slog.String("namespace", req.Namespace), slog.String("kind", req.Kind.Kind), slog.String("name", objectName(req)),
+		slog.Bool("dry_run", req.DryRun != nil && *req.DryRun), slog.String("outcome", string(res.Outcome)), slog.String("reason", res.Reason),
+		slog.Int("ops", res.Ops), slog.Int("warnings", len(res.Response.Warnings)), slog.String("message", res.Message),
+		slog.Duration("took", time.Since(start)))
+}
+
+func (s *Server) count(webhook string, o Outcome, reason string, start time.Time) {
+	if s.Metrics == nil {
+		return
+	}
+	s.Metrics.Admissions.WithLabelValues(webhook, string(o), reason).Inc()
+	s.Metrics.Latency.WithLabelValues(webhook).Observe(time.Since(start).Seconds())
+}
+
+func level(o Outcome) slog.Level {
+	switch o {
+	case Denied, Errored:
+		return slog.LevelWarn
+	case Skipped:
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
+
+// budget is the API server's timeout for the request (?timeout=10s), less a margin for the
+// answer's way back; DefaultBudget when it says none.
+func budget(r *http.Request) time.Duration {
+	d, err := time.ParseDuration(r.URL.Query().Get("timeout"))
+	if err != nil || d <= 0 {
+		d = DefaultBudget
+	}
+	return d - min(d/10, 500*time.Millisecond)
+}
+
+// readReview reads an admission.k8s.io/v1 AdmissionReview with a request.
+func readReview(r *http.Request) (*admissionv1.AdmissionReview, error) {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		return nil, fmt.Errorf("content type %q, want application/json", ct)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxReview+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > MaxReview {
+		return nil, errors.New("the review is over " + strconv.Itoa(MaxReview) + " bytes")
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil {
+		return nil, fmt.Errorf("not an AdmissionReview: %w", err)
+	}
+	if review.APIVersion != "admission.k8s.io/v1" || review.Kind != "AdmissionReview" {
+		return nil, fmt.Errorf("%s %s: want admission.k8s.io/v1 AdmissionReview", review.APIVersion, review.Kind)
+	}
+	if review.Request == nil {
+		return nil, errors.New("the review has no request")
+	}
+	return &review, nil
+}
+
+// objectName is the name for the log: a pod at creation often has only a generateName.
+func objectName(req *admissionv1.AdmissionRequest) string {
+	if req.Name != "" {
+		return req.Name
+	}
+	var m struct {
+		Metadata struct {
+			Name         string `json:"name"`
+			GenerateName string `json:"generateName"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(req.Object.Raw, &m)
+	if m.Metadata.Name != "" {
+		return m.Metadata.Name
+	}
+	return m.Metadata.GenerateName + "*"
+}
