@@ -32,7 +32,9 @@ func (p *plan) checkOwned() error {
 			return fmt.Errorf("%s.volumes[%d]: not an object", spec, i)
 		}
 		name := manifest.Str(m, "name")
-		if sources, owned := ownedVolumes[name]; owned && (!p.injected || !hasOneOf(m, sources)) {
+		// A volume of sidesync's with no source at all is one a webhook that decodes pods into
+		// older types stripped (an image volume's source is newer than many): inject puts it back.
+		if sources, owned := ownedVolumes[name]; owned && (!p.injected || !hasOneOf(m, sources) && len(m) > 1) {
 			return clash(fmt.Sprintf("%s.volumes[%d]", spec, i), "volume "+name, "a volume")
 		}
 	}

@@ -31,7 +31,8 @@ type Op struct {
 //     escaped as JSON Pointer says (RFC 6901).
 //
 // Everything else keeps its bytes, numbers included. Patching the patched object gives no
-// operations (Apply is idempotent), and so does an object Apply leaves unchanged.
+// operations (Apply is idempotent), and so does an object Apply leaves unchanged, and one the API
+// server has since filled with its defaults (see covers).
 func Patch(raw []byte, tm manifest.TypeMeta, o Options, eps Entrypoints) ([]Op, Report, error) {
 	obj, err := decodeObject(raw)
 	if err != nil {
@@ -135,7 +136,7 @@ func (ps *patcher) container(path string, before, after map[string]any) error {
 func (ps *patcher) list(path, key string, holderB, holderA map[string]any, owned func(any) bool) error {
 	b, hadB := holderB[key]
 	a, hasA := holderA[key]
-	if hadB == hasA && sameJSON(a, b) {
+	if hadB == hasA && covers(b, a) {
 		return nil
 	}
 	at := path + "/" + key
@@ -196,6 +197,40 @@ func (ps *patcher) annotations(base string, before, after map[string]any) error 
 		}
 	}
 	return nil
+}
+
+// covers reports whether before holds everything of after: the same scalars, every key of
+// after's objects, lists of the same length item by item. What the API server adds to what
+// sidesync wrote (a downwardAPI volume's defaultMode, a fieldRef's apiVersion, an init
+// container's terminationMessagePath) is not a change to undo: when the webhook is invoked
+// again (reinvocationPolicy IfNeeded) the pod it sees has been defaulted, and it must answer
+// with no operation.
+func covers(before, after any) bool {
+	switch a := after.(type) {
+	case map[string]any:
+		b, ok := before.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range a {
+			if bv, ok := b[k]; !ok || !covers(bv, v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := before.([]any)
+		if !ok || len(b) != len(a) {
+			return false
+		}
+		for i := range a {
+			if !covers(b[i], a[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return sameJSON(before, after)
 }
 
 // pointer turns a manifest path of object keys ("spec.template") into a JSON Pointer.

@@ -345,3 +345,31 @@ func mustRead(t *testing.T, name string) []byte {
 	}
 	return b
 }
+
+// TestPatchDefaulted: the pod the webhook sees when it is invoked again has been through the API
+// server's defaulting (a downwardAPI volume's defaultMode, a fieldRef's apiVersion, the install
+// container's terminationMessagePath and imagePullPolicy): that is no change to undo, and the
+// patch is empty. A real change beside the defaults still patches.
+func TestPatchDefaulted(t *testing.T) {
+	out, _ := apply(t, decode(t, podWith(`[{name: app, image: x, command: [run]}]`, "")), opts(), nil)
+	spec := at(t, out, "spec").(map[string]any)
+	for _, v := range spec["volumes"].([]any) {
+		if d, ok := v.(map[string]any)["downwardAPI"].(map[string]any); ok {
+			d["defaultMode"] = json.Number("420")
+			for _, it := range d["items"].([]any) {
+				it.(map[string]any)["fieldRef"].(map[string]any)["apiVersion"] = "v1"
+			}
+		}
+	}
+	install := spec["initContainers"].([]any)[0].(map[string]any)
+	install["terminationMessagePath"], install["imagePullPolicy"] = "/dev/termination-log", "IfNotPresent"
+	raw := mustJSON(t, out)
+	if ops, _, err := Patch(raw, manifest.TypeMeta{}, opts(), nil); err != nil || len(ops) != 0 {
+		t.Errorf("a defaulted injected pod: %v, ops %s", err, mustJSON(t, ops))
+	}
+	o := opts()
+	o.Delivery = ImageVolume
+	if ops, _, err := Patch(raw, manifest.TypeMeta{}, o, nil); err != nil || len(ops) == 0 {
+		t.Errorf("another delivery on a defaulted pod: %v, no ops", err)
+	}
+}

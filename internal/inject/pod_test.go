@@ -301,3 +301,24 @@ func TestCloudSQLByEnvironment(t *testing.T) {
 		t.Errorf("%s = %q", contract.FoundAnnotation, got)
 	}
 }
+
+// TestStrippedVolume: a webhook that decodes pods into types older than the image volume source
+// (Kubernetes 1.31) writes sidesync's image volume back with its name alone; inject, invoked
+// again (reinvocationPolicy IfNeeded), puts the source back. Only a volume with no source at
+// all is taken for a stripped one: with any other source it is the user's (TestOwnedNames).
+func TestStrippedVolume(t *testing.T) {
+	o := opts()
+	o.Delivery = ImageVolume
+	out, _ := apply(t, decode(t, podWith(`[{name: app, image: x, command: [run]}]`, "")), o, nil)
+	stripped := roundTrip(t, out)
+	vols := at(t, stripped, "spec", "volumes").([]any)
+	for i, v := range vols {
+		if manifest.Str(v.(map[string]any), "name") == contract.BinVolume {
+			vols[i] = map[string]any{"name": contract.BinVolume}
+		}
+	}
+	again, r := apply(t, stripped, o, nil)
+	if !r.Changed || !cmp.Equal(roundTrip(t, again), roundTrip(t, out)) {
+		t.Errorf("the stripped volume is not restored: report %q\n%s", r, toYAML(t, again))
+	}
+}
