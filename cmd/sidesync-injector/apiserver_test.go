@@ -169,26 +169,95 @@ func TestWebhookOnAPIServer(t *testing.T) {
 			t.Error("the dry-run pod was stored")
 		}
 	})
+	t.Run("restartPolicy Always: only by the pod's own opt-in", func(t *testing.T) {
+		p := pod("forever", []string{"/app"}, nil, nil)
+		delete(p["spec"].(map[string]any), "restartPolicy") // defaulted to Always
+		if _, ok := annotationsOf(c.CreatePod(t, "selected", p))[contract.InjectedAnnotation]; ok {
+			t.Error("a pod that never runs to completion was wrapped namespace-wide")
+		}
+		p = pod("forever-explicit", []string{"/app"}, sel, nil)
+		p["spec"].(map[string]any)["restartPolicy"] = "Always"
+		if _, ok := annotationsOf(c.CreatePod(t, "selected", p))[contract.InjectedAnnotation]; !ok {
+			t.Error("a pod that opted in itself was not wrapped")
+		}
+	})
 	t.Run("warnings at Job creation", func(t *testing.T) {
-		job := func(name string) map[string]any {
-			p := pod(name, []string{"/app"}, nil, map[string]string{"sidecar.istio.io/inject": "true"})
+		c.CreateNamespaceLabelled(t, "istio-only", map[string]string{"istio-injection": "enabled"})
+		c.CreateNamespaceLabelled(t, "istio-and-sidesync", map[string]string{"istio-injection": "enabled", admission.InjectLabel: admission.Enabled})
+		job := func(name string, command []string, ann map[string]string) map[string]any {
+			p := pod(name, command, nil, ann)
 			spec := p["spec"].(map[string]any)
 			spec["containers"] = spec["containers"].([]any)[:1]
 			return map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": name},
 				"spec": map[string]any{"template": map[string]any{"metadata": p["metadata"], "spec": spec}}}
 		}
-		plain := c.Send(t, "POST", "/apis/batch/v1/namespaces/plain/jobs", job("announced"))
-		if plain.Code != 201 || !slices.ContainsFunc(plain.Warnings, func(w string) bool { return strings.Contains(w, "sidecar-never-quits") }) {
-			t.Errorf("a Job announcing Istio's sidecar in an unselected namespace: %d, warnings %q", plain.Code, plain.Warnings)
+		has := func(ws []string, s string) bool {
+			return slices.ContainsFunc(ws, func(w string) bool { return strings.Contains(w, s) })
 		}
-		for _, w := range plain.Warnings {
-			if !strings.HasPrefix(w, "sidesync: ") || len(w) > admission.MaxWarning {
-				t.Errorf("warning %q: not `sidesync: ` or over %d bytes", w, admission.MaxWarning)
+		for _, tc := range []struct {
+			ns, name string
+			command  []string
+			ann      map[string]string
+			want     string // "" for no warning
+		}{
+			{"plain", "announced", []string{"/app"}, map[string]string{"sidecar.istio.io/inject": "true"}, "sidecar-never-quits"},
+			{"selected", "announced", []string{"/app"}, map[string]string{"sidecar.istio.io/inject": "true"}, ""},
+			{"istio-only", "plain-job", []string{"/app"}, nil, "sidecar-never-quits"},
+			{"istio-only", "opted-out-of-istio", []string{"/app"}, map[string]string{"sidecar.istio.io/inject": "false"}, ""},
+			{"istio-and-sidesync", "plain-job", []string{"/app"}, nil, ""},
+			{"istio-and-sidesync", "no-command", nil, nil, "will not be wrapped"},
+			{"plain", "nothing", []string{"/app"}, nil, ""},
+		} {
+			r := c.Send(t, "POST", "/apis/batch/v1/namespaces/"+tc.ns+"/jobs", job(tc.name, tc.command, tc.ann))
+			if r.Code != 201 {
+				t.Fatalf("%s/%s: %d %s", tc.ns, tc.name, r.Code, r.Body)
 			}
+			if tc.want == "" && len(r.Warnings) > 0 || tc.want != "" && !has(r.Warnings, tc.want) {
+				t.Errorf("%s/%s: warnings %q, want %q", tc.ns, tc.name, r.Warnings, tc.want)
+			}
+			for _, w := range r.Warnings {
+				if !strings.HasPrefix(w, "sidesync: ") || len(w) > admission.MaxWarning || !strings.Contains(w, admission.DocsAnchor) {
+					t.Errorf("warning %q: not `sidesync: `, over %d bytes or without the docs anchor", w, admission.MaxWarning)
+				}
+			}
+			t.Logf("%s/%s: %q", tc.ns, tc.name, r.Warnings)
 		}
-		selected := c.Send(t, "POST", "/apis/batch/v1/namespaces/selected/jobs", job("announced"))
-		if selected.Code != 201 || len(selected.Warnings) != 0 {
-			t.Errorf("the same Job in a selected namespace: %d, warnings %q", selected.Code, selected.Warnings)
+	})
+	t.Run("a skipped pod's owner gets an Event; a dry run none", func(t *testing.T) {
+		owner := func(name string) map[string]any {
+			j := c.Create(t, "/apis/batch/v1/namespaces/selected/jobs", map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+				"metadata": map[string]any{"name": name}, "spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+					"restartPolicy": "Never", "containers": []any{map[string]any{"name": "app", "image": "example.com/app:1"}}}}}})
+			uid := j["metadata"].(map[string]any)["uid"]
+			p := pod(name+"-pod", nil, nil, nil)
+			p["metadata"].(map[string]any)["ownerReferences"] = []any{map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+				"name": name, "uid": uid, "controller": true}}
+			return p
+		}
+		if r := c.Send(t, "POST", "/api/v1/namespaces/selected/pods?dryRun=All", owner("dry-owner")); r.Code != 201 {
+			t.Fatalf("dry run: %d %s", r.Code, r.Body)
+		}
+		c.CreatePod(t, "selected", owner("real-owner"))
+		events := func(name string) []any {
+			var list map[string]any
+			c.Do(t, "GET", "/api/v1/namespaces/selected/events?fieldSelector=involvedObject.name%3D"+name, nil, &list)
+			items, _ := list["items"].([]any)
+			return items
+		}
+		deadline := time.Now().Add(time.Minute)
+		for len(events("real-owner")) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("no Event on the skipped pod's Job after a minute")
+			}
+			time.Sleep(50 * time.Millisecond) // polling the API server, bounded by deadline
+		}
+		ev := events("real-owner")[0].(map[string]any)
+		if ev["reason"] != "SidesyncSkipped" || !strings.Contains(ev["message"].(string), "has no command") {
+			t.Errorf("event %v", ev)
+		}
+		// The Events are written in order by one queue: the dry run's would be there already.
+		if n := len(events("dry-owner")); n != 0 {
+			t.Errorf("%d Events for a dry run", n)
 		}
 	})
 	if t.Failed() {

@@ -63,13 +63,13 @@ func (k *kube) stop() {
 // synced reports whether the namespaces are known.
 func (k *kube) synced() bool { return k.hasSynced() }
 
-// namespaceLabels is a namespace's labels from the watch.
-func (k *kube) namespaceLabels(name string) (map[string]string, bool) {
+// namespace is a namespace's labels and annotations from the watch.
+func (k *kube) namespace(name string) (labels, annotations map[string]string, ok bool) {
 	ns, err := k.ns.Get(name)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
-	return ns.Labels, true
+	return ns.Labels, ns.Annotations, true
 }
 
 // record queues an Event on the owner; it drops it when the queue is full, never blocking an

@@ -81,7 +81,10 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 		return res
 	}
 	explicit := pod.Labels[InjectLabel] == Enabled
-	if why := m.excluded(req.Namespace, pod); why != "" {
+	if why := m.excluded(req.Namespace, pod); why != "" || !explicit && pod.RestartPolicy == "Always" {
+		if why == "" {
+			why = "restartPolicy Always: the pod never runs to completion (a pod opts in by itself with the label " + InjectLabel + "=" + Enabled + ")"
+		}
 		res.Outcome, res.Reason, res.Message = Skipped, ReasonExcluded, why
 		return res
 	}
@@ -195,6 +198,7 @@ type podInfo struct {
 	hasAnnotations bool
 	PullSecrets    []string
 	ServiceAccount string
+	RestartPolicy  string // "" when the pod says nothing (the API server defaults it to Always first)
 	owners         []metav1.OwnerReference
 }
 
@@ -210,6 +214,7 @@ func decodePod(raw []byte) (*podInfo, error) {
 			OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 		} `json:"metadata"`
 		Spec struct {
+			RestartPolicy      string `json:"restartPolicy"`
 			ServiceAccountName string `json:"serviceAccountName"`
 			ImagePullSecrets   []struct {
 				Name string `json:"name"`
@@ -220,7 +225,7 @@ func decodePod(raw []byte) (*podInfo, error) {
 		return nil, fmt.Errorf("the pod: %w", err)
 	}
 	info := &podInfo{obj: obj, Labels: p.Metadata.Labels, Annotations: p.Metadata.Annotations, hasAnnotations: p.Metadata.Annotations != nil,
-		ServiceAccount: p.Spec.ServiceAccountName, owners: p.Metadata.OwnerReferences}
+		ServiceAccount: p.Spec.ServiceAccountName, RestartPolicy: p.Spec.RestartPolicy, owners: p.Metadata.OwnerReferences}
 	for _, s := range p.Spec.ImagePullSecrets {
 		info.PullSecrets = append(info.PullSecrets, s.Name)
 	}
@@ -253,6 +258,9 @@ func mustJSON(v any) []byte {
 func short(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	if n < len("…") {
+		return ""
 	}
 	cut := n - len("…")
 	for cut > 0 && !utf8RuneStart(s[cut]) {

@@ -7,6 +7,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/sidesync/sidesync/internal/catalog"
 	"github.com/sidesync/sidesync/internal/inject"
 	"github.com/sidesync/sidesync/internal/lint"
 	"github.com/sidesync/sidesync/internal/manifest"
@@ -17,10 +18,11 @@ import (
 const MaxWarning = 120
 
 // DocsAnchor is where a warning's rule is explained: the README's table of lint rules.
-const DocsAnchor = "README.md#lint"
+const DocsAnchor = "README.md#lint-rules"
 
-// Namespaces tells the labels of a namespace (from a cache: it must not wait on the API server).
-type Namespaces func(name string) (labels map[string]string, ok bool)
+// Namespaces tells the labels and annotations of a namespace (from a cache: it must not wait on
+// the API server).
+type Namespaces func(name string) (labels, annotations map[string]string, ok bool)
 
 // Warner answers the validating webhook of Jobs and CronJobs: always allowed, with lint's
 // findings as warnings, told whether sidesync will wrap the pods.
@@ -61,10 +63,13 @@ func (w *Warner) warnings(namespace string, obj map[string]any, tm manifest.Type
 	if namespace == w.Namespace || isSystem(namespace) {
 		return nil, "namespace never selected"
 	}
-	var nsLabels map[string]string
+	var nsLabels, nsAnn map[string]string
 	if w.Namespaces != nil {
-		nsLabels, _ = w.Namespaces(namespace)
+		nsLabels, nsAnn, _ = w.Namespaces(namespace)
 	}
+	// What the namespace asks the meshes' injectors for, the pod template is taken to ask: a
+	// plain Job in an Istio-injected namespace gets Istio's sidecar.
+	obj = withNamespaceRequests(obj, tm, pod, nsAnn, nsLabels)
 	optedOut := pod.Labels[InjectLabel] == Disabled || pod.Annotations[InjectLabel] == OptOutAnnotationValue
 	selected := !optedOut && (nsLabels[InjectLabel] == Enabled || pod.Labels[InjectLabel] == Enabled)
 	lintObj := obj
@@ -78,8 +83,10 @@ func (w *Warner) warnings(namespace string, obj map[string]any, tm manifest.Type
 			state = "selected, refused"
 		case r.Injected && r.Reason != "" && !strings.Contains(r.Reason, "not needed"):
 			why := r.Reason
-			if len(r.Warnings) > 0 {
-				why = r.Warnings[0]
+			for _, l := range r.Left {
+				if l.Why == "no command" {
+					why = l.Container + " has no command"
+				}
 			}
 			out = append(out, Short("", "", "will not be wrapped: "+why))
 			state = "selected, not wrappable"
@@ -97,10 +104,57 @@ func (w *Warner) warnings(namespace string, obj map[string]any, tm manifest.Type
 			if f.Severity == lint.Info {
 				continue
 			}
-			out = append(out, Short(f.Rule, f.Container, f.Message))
+			msg := lint.ShortOf(f.Rule)
+			if msg == "" {
+				msg = f.Message
+			}
+			out = append(out, Short(f.Rule, f.Container, msg))
 		}
 	}
 	return out, state
+}
+
+// withNamespaceRequests returns obj, or a copy whose pod template carries the request of every
+// mesh the namespace asks for (the catalog's NamespaceRequests) that the pod neither asks for nor
+// refuses.
+func withNamespaceRequests(obj map[string]any, tm manifest.TypeMeta, pod *manifest.PodView, nsAnn, nsLabels map[string]string) map[string]any {
+	var add []catalog.Mark
+	for _, e := range catalog.Entries() {
+		if len(e.Requests) > 0 && e.AskedByNamespace(nsAnn, nsLabels, pod.Annotations, pod.Labels) {
+			add = append(add, e.Requests[0])
+		}
+	}
+	if len(add) == 0 {
+		return obj
+	}
+	out, err := manifest.DecodeJSONObject(mustJSON(obj))
+	if err != nil {
+		return obj
+	}
+	wl, err := manifest.Locate(out, tm)
+	if err != nil || wl == nil {
+		return obj
+	}
+	meta, _ := wl.Template["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		wl.Template["metadata"] = meta
+	}
+	for _, m := range add {
+		key := "annotations"
+		if m.Label {
+			key = "labels"
+		}
+		into, _ := meta[key].(map[string]any)
+		if into == nil {
+			into = map[string]any{}
+			meta[key] = into
+		}
+		if _, set := into[m.Key]; !set {
+			into[m.Key] = m.Value
+		}
+	}
+	return out
 }
 
 // lintObjects reads obj for lint.
@@ -116,12 +170,12 @@ func lintObjects(obj map[string]any, tm manifest.TypeMeta) ([]lint.Object, error
 	return []lint.Object{o}, nil
 }
 
-// Short is a finding as a warning: "sidesync: CONTAINER: MESSAGE (RULE, README.md#lint)", at
-// most MaxWarning bytes, the message cut first.
+// Short is a finding as a warning: "sidesync: CONTAINER: MESSAGE (RULE, README.md#lint-rules)",
+// at most MaxWarning bytes, the message cut first.
 func Short(rule, container, message string) string {
 	head := "sidesync: "
 	if container != "" {
-		head += container + ": "
+		head += short(container, 40) + ": " // a name may have 63 bytes: keep room for the message
 	}
 	tail := " (" + DocsAnchor + ")"
 	if rule != "" {

@@ -114,6 +114,9 @@ func MutatingWebhookConfiguration(o Options) *admissionregistrationv1.MutatingWe
 	namespaced := hook(NamespaceWebhook, &ignore,
 		&metav1.LabelSelector{MatchLabels: map[string]string{InjectLabel: Enabled}, MatchExpressions: []metav1.LabelSelectorRequirement{o.excluded()}},
 		&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: InjectLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{Enabled, Disabled}}}})
+	// Namespace-wide, only the pods that run to completion (a Job's, a bare pod's with
+	// restartPolicy Never or OnFailure): a Deployment's pods never end, and nothing hangs there.
+	namespaced.MatchConditions = append(namespaced.MatchConditions, RunsToCompletion)
 	return &admissionregistrationv1.MutatingWebhookConfiguration{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: MutatingConfigName},
@@ -149,5 +152,10 @@ func ValidatingWebhookConfiguration(o Options) *admissionregistrationv1.Validati
 		}},
 	}
 }
+
+// RunsToCompletion is the match condition of namespace-wide selection: the API server has
+// defaulted restartPolicy to Always when the pod says nothing.
+var RunsToCompletion = admissionregistrationv1.MatchCondition{Name: "runs-to-completion",
+	Expression: `!has(object.spec.restartPolicy) || object.spec.restartPolicy != "Always"`}
 
 func ptr[T any](v T) *T { return &v }

@@ -45,6 +45,10 @@ type Entry struct {
 	// Requests are what asks its injector for the sidecar before admission; any one announces
 	// it in a manifest, unless one of Unless is on the pod too.
 	Requests []Mark
+	// NamespaceRequests are the marks on a namespace (its labels or annotations) that ask the
+	// injector for a sidecar in every pod created there, unless the pod says otherwise (Unless).
+	// Only what reads a namespace sees them: the webhook's warnings at a Job's creation.
+	NamespaceRequests []Mark
 	// Container is the name of the container its injector adds: once a mark reveals the
 	// sidecar, this container of the pod is it.
 	Container string
@@ -210,3 +214,20 @@ func ProfileNames() []string {
 
 // IsProfile reports whether name is a profile.
 func IsProfile(name string) bool { return slices.Contains(ProfileNames(), name) }
+
+// AskedByNamespace reports whether the namespace's annotations or labels ask the injector of e
+// for a sidecar in a pod with the given annotations and labels: a namespace request is on, and
+// the pod neither opts out (Unless) nor asks by itself (which Requests tells already).
+func (e *Entry) AskedByNamespace(nsAnn, nsLabels, podAnn, podLabels map[string]string) bool {
+	for _, m := range e.Unless {
+		if m.On(podAnn, podLabels) {
+			return false
+		}
+	}
+	for _, m := range e.NamespaceRequests {
+		if m.On(nsAnn, nsLabels) {
+			return true
+		}
+	}
+	return false
+}

@@ -22,6 +22,9 @@ func TestREADMERules(t *testing.T) {
 			t.Errorf("rule %s documented twice", r.Rule)
 		}
 		seen[r.Rule] = true
+		if r.Short == "" || len(r.Short) > 45 || strings.ContainsAny(r.Short, "`*\n") {
+			t.Errorf("rule %s: short %q: empty, over 45 bytes or not plain text", r.Rule, r.Short)
+		}
 		b.WriteString("| `" + r.Rule + "` | " + r.Severity + " | " + r.Finds + " |\n")
 	}
 	gendoc.Check(t, "../../README.md", "lint-rules", b.String()+"\n", "go generate ./internal/lint", *update)

@@ -1,0 +1,136 @@
+package chart
+
+import (
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// typed are the kinds the chart makes that k8s.io/api has types for.
+func typed(kind string) any {
+	switch kind {
+	case "Deployment":
+		return &appsv1.Deployment{}
+	case "Service":
+		return &corev1.Service{}
+	case "ServiceAccount":
+		return &corev1.ServiceAccount{}
+	case "Secret":
+		return &corev1.Secret{}
+	case "PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}
+	case "ClusterRole":
+		return &rbacv1.ClusterRole{}
+	case "ClusterRoleBinding":
+		return &rbacv1.ClusterRoleBinding{}
+	case "MutatingWebhookConfiguration":
+		return &admissionregistrationv1.MutatingWebhookConfiguration{}
+	case "ValidatingWebhookConfiguration":
+		return &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	}
+	return nil
+}
+
+// checkRBAC lists what is wrong with the injector's ClusterRole: a verb or resource beyond
+// namespaces get/list/watch, events create (core and events.k8s.io), and, only when resolve
+// is on, secrets and serviceaccounts get. pods/exec, wildcards and every write but Events' are
+// wrong.
+func checkRBAC(role *rbacv1.ClusterRole, resolve bool) []string {
+	type key struct{ group, resource, verb string }
+	allowed := map[key]bool{
+		{"", "namespaces", "get"}: true, {"", "namespaces", "list"}: true, {"", "namespaces", "watch"}: true,
+		{"", "events", "create"}: true, {"events.k8s.io", "events", "create"}: true,
+	}
+	if resolve {
+		allowed[key{"", "secrets", "get"}] = true
+		allowed[key{"", "serviceaccounts", "get"}] = true
+	}
+	var problems []string
+	granted := map[key]bool{}
+	for i, r := range role.Rules {
+		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+			problems = append(problems, fmt.Sprintf("rule %d: resourceNames or nonResourceURLs are not expected", i))
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					k := key{g, res, v}
+					granted[k] = true
+					if !allowed[k] {
+						problems = append(problems, fmt.Sprintf("rule %d grants %s on %q/%s, which the injector must not have", i, v, g, res))
+					}
+				}
+			}
+		}
+	}
+	for k := range allowed {
+		if !granted[k] {
+			problems = append(problems, fmt.Sprintf("the injector needs %s on %q/%s, not granted", k.verb, k.group, k.resource))
+		}
+	}
+	return problems
+}
+
+// checkRestricted lists what keeps a pod from the Pod Security Standards' restricted profile,
+// for the fields the chart sets: non-root, no privilege escalation, every capability dropped,
+// the runtime's seccomp profile, a read-only root file system (ours, not the standard's), and
+// only secret and emptyDir volumes.
+func checkRestricted(spec *corev1.PodSpec) []string {
+	var problems []string
+	psc := spec.SecurityContext
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		problems = append(problems, "the pod shares a host namespace")
+	}
+	for _, v := range spec.Volumes {
+		if v.Secret == nil && v.EmptyDir == nil {
+			problems = append(problems, fmt.Sprintf("volume %s is neither a secret nor an emptyDir", v.Name))
+		}
+	}
+	all := append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...)
+	for _, c := range all {
+		sc := c.SecurityContext
+		if sc == nil {
+			problems = append(problems, c.Name+": no securityContext")
+			continue
+		}
+		nonRoot := (sc.RunAsNonRoot != nil && *sc.RunAsNonRoot) || (sc.RunAsNonRoot == nil && psc.RunAsNonRoot != nil && *psc.RunAsNonRoot)
+		if !nonRoot {
+			problems = append(problems, c.Name+": runAsNonRoot is not true")
+		}
+		if u := sc.RunAsUser; (u != nil && *u == 0) || (u == nil && psc.RunAsUser != nil && *psc.RunAsUser == 0) {
+			problems = append(problems, c.Name+": runs as user 0")
+		}
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			problems = append(problems, c.Name+": allowPrivilegeEscalation is not false")
+		}
+		if sc.Privileged != nil && *sc.Privileged {
+			problems = append(problems, c.Name+": privileged")
+		}
+		if sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) > 0 {
+			problems = append(problems, c.Name+": capabilities are not drop [ALL] with nothing added")
+		}
+		seccomp := sc.SeccompProfile
+		if seccomp == nil {
+			seccomp = psc.SeccompProfile
+		}
+		if seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			problems = append(problems, c.Name+": seccompProfile is not RuntimeDefault")
+		}
+		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			problems = append(problems, c.Name+": readOnlyRootFilesystem is not true")
+		}
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				problems = append(problems, fmt.Sprintf("%s: hostPort %d", c.Name, p.HostPort))
+			}
+		}
+	}
+	return problems
+}
