@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sidesync/sidesync/internal/admission"
+	"github.com/sidesync/sidesync/internal/chart"
 	"github.com/sidesync/sidesync/internal/contract"
 	"github.com/sidesync/sidesync/internal/inject"
 	"github.com/sidesync/sidesync/internal/kubetest"
@@ -38,12 +39,35 @@ func webhookCluster(t *testing.T, args ...string) (*kubetest.Cluster, *injector,
 	return c, in, ca
 }
 
-// register creates the two webhook configurations for the injector at addr.
+// register creates the two webhook configurations for the injector at addr, as the chart
+// renders them (Helm v4's engine, internal/chart) with your own certificate, each webhook's
+// service rewritten to the injector's URL on loopback.
 func register(t *testing.T, c *kubetest.Cluster, addr string, caPEM []byte) {
 	t.Helper()
-	o := admission.Options{Endpoint: admission.Endpoint{URL: "https://" + addr, CABundle: caPEM}, Namespace: ownNamespace}
-	c.Create(t, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", admission.MutatingWebhookConfiguration(o))
-	c.Create(t, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", admission.ValidatingWebhookConfiguration(o))
+	objs, err := chart.Render(map[string]any{"certManager": map[string]any{"enabled": false},
+		"tls": map[string]any{"secretName": "sidesync-injector-tls", "caBundle": string(caPEM)}}, ownNamespace)
+	if err != nil {
+		t.Fatalf("rendering the chart: %v", err)
+	}
+	for _, kc := range []struct{ kind, name, path string }{
+		{"MutatingWebhookConfiguration", admission.MutatingConfigName, "mutatingwebhookconfigurations"},
+		{"ValidatingWebhookConfiguration", admission.ValidatingConfigName, "validatingwebhookconfigurations"},
+	} {
+		cfg := chart.Find(objs, kc.kind, kc.name)
+		if cfg == nil {
+			t.Fatalf("the chart renders no %s %s", kc.kind, kc.name)
+		}
+		for _, w := range cfg["webhooks"].([]any) {
+			cc := w.(map[string]any)["clientConfig"].(map[string]any)
+			svc := cc["service"].(map[string]any)
+			if svc["namespace"] != ownNamespace {
+				t.Fatalf("%s: service %v, not in the release's namespace", kc.name, svc)
+			}
+			delete(cc, "service")
+			cc["url"] = "https://" + addr + svc["path"].(string)
+		}
+		c.Create(t, "/apis/admissionregistration.k8s.io/v1/"+kc.path, cfg)
+	}
 	// The API server picks configurations up from a watch: wait until a dry-run pod comes back
 	// wrapped.
 	c.CreateNamespaceLabelled(t, "probe", map[string]string{admission.InjectLabel: admission.Enabled})

@@ -48,6 +48,7 @@ type config struct {
 	kubeconfig          string
 	inject              inject.Options
 	resolve             bool
+	registry            registryOptions // with resolve
 	maxInFlight         int
 	logFormat           string
 	drainDelay          time.Duration
@@ -75,6 +76,8 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 	fs.StringVar(&c.inject.Image, "image", "", "the sidesync image put into pods (default: this release's)")
 	delivery := fs.String("delivery", string(inject.InitCopy), "how the binary gets into pods: init-copy or image-volume")
 	fs.BoolVar(&c.resolve, "resolve", false, "read the ENTRYPOINT of command-less apps' images from their registries (needs the pods' pull secrets)")
+	platforms := fs.String("platforms", "", "with --resolve: the platforms of multi-platform images read, comma-separated (linux/amd64,linux/arm64); empty: every linux platform")
+	allow := fs.String("registry-allow", "", "with --resolve: address ranges (CIDR, comma-separated) of registries the injector may connect to although loopback, link-local, private or multicast")
 	fs.IntVar(&c.maxInFlight, "max-in-flight", 64, "requests answered at once; more wait within their timeout")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&c.drainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long /readyz fails before the server stops taking connections")
@@ -95,6 +98,16 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 	}
 	c.inject.Delivery, c.inject.Version = inject.Delivery(*delivery), build.Version
 	var errs []error
+	var err error
+	if c.registry.platforms, err = parsePlatforms(*platforms); err != nil {
+		errs = append(errs, err)
+	}
+	if c.registry.allow, err = parseAllow(*allow); err != nil {
+		errs = append(errs, err)
+	}
+	if !c.resolve && (*platforms != "" || *allow != "") {
+		errs = append(errs, errors.New("--platforms and --registry-allow need --resolve"))
+	}
 	if c.inject.Image == "" {
 		image, released := build.Image()
 		if !released {
@@ -159,11 +172,11 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 	metrics := admission.NewMetrics(reg)
 	srv := &admission.Server{
 		Mutator: &admission.Mutator{Inject: c.inject, Namespace: c.namespace, Record: kube.record},
-		Warner:  &admission.Warner{Inject: c.inject, Namespace: c.namespace, Namespaces: kube.namespaceLabels},
+		Warner:  &admission.Warner{Inject: c.inject, Namespace: c.namespace, Namespaces: kube.namespace},
 		Metrics: metrics, Log: log, Slots: make(chan struct{}, c.maxInFlight),
 	}
 	if c.resolve {
-		srv.Mutator.Resolver = newResolver(kube, metrics, log, build.Version)
+		srv.Mutator.Resolver = newResolver(podKeychain(kube), metrics, reg, log, build.Version, c.registry)
 	}
 
 	var rd ready

@@ -107,17 +107,16 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 		}
 		return patched(res, ops, fmt.Sprintf("wrapped %s", strings.Join(slices.Concat(r.Wrapped, r.Updated), ",")))
 	case r.Reason != "" && r.Injected:
-		reason := ReasonNoCommand
+		reason, msg := ReasonNoCommand, r.Reason
+		if len(r.Warnings) > 0 {
+			msg = r.Warnings[0] // what to add: it names the container and the image
+		}
 		switch {
 		case len(lookupErrs) > 0:
 			reason = ReasonRegistry
-			r.Reason += ": " + lookupMessage(lookupErrs)
+			msg = "the registry did not tell the image's ENTRYPOINT and CMD: " + lookupMessage(lookupErrs)
 		case strings.Contains(r.Reason, "not needed"):
-			reason = ReasonNotNeeded
-		}
-		msg := r.Reason
-		if len(r.Warnings) > 0 && reason != ReasonNotNeeded {
-			msg = r.Warnings[0]
+			reason, msg = ReasonNotNeeded, r.Reason
 		}
 		return m.skip(req, pod, explicit && reason != ReasonNotNeeded, res, reason, msg)
 	}
