@@ -22,6 +22,7 @@ const usage = `kubectl sidesync puts sidesync into workloads and checks them.
 Usage:
   kubectl sidesync inject [-f FILE|-] [flags]   wrap the containers of Pods, Jobs and CronJobs
   kubectl sidesync lint [-f FILE|-]             find what will hang or misbehave with sidecars
+  kubectl sidesync policy [flags]               print the webhook-less injector (admission policies)
   kubectl sidesync version                      print the version
 
 Run 'kubectl sidesync COMMAND --help' for a command's flags.
@@ -39,6 +40,8 @@ func run(args []string, build buildinfo.Info, stdin io.Reader, stdout, stderr io
 		return runInject(args[1:], build, stdin, stdout, stderr)
 	case "lint":
 		return runLint(args[1:], stdin, stdout, stderr)
+	case "policy":
+		return runPolicy(args[1:], build, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, build.Line("kubectl-sidesync"))
 		return 0
