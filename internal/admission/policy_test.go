@@ -251,6 +251,13 @@ func checkSame(t *testing.T, c *kubetest.Cluster, pod map[string]any, d inject.D
 	if got != exp {
 		t.Errorf("%s: the policy's pod differs from inject's (%s)\n--- inject:\n%s\n--- policy:\n%s", r.Object, r, exp, got)
 	}
+	// The webhook, called on what the policy stored (both installed, or the webhook installed
+	// later and the pod created again by its controller), changes nothing.
+	o := inject.Options{Version: testPolicy.Version, Image: testPolicy.Image, Delivery: d}
+	if ops, rep, err := inject.Patch(rGot.Body, manifest.TypeMeta{}, o, nil); err != nil || len(ops) > 0 {
+		j, _ := json.Marshal(ops)
+		t.Errorf("%s: the webhook would change the policy's pod: %v, %s (%s)", r.Object, err, j, rep)
+	}
 	return r
 }
 

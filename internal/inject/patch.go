@@ -136,7 +136,7 @@ func (ps *patcher) container(path string, before, after map[string]any) error {
 func (ps *patcher) list(path, key string, holderB, holderA map[string]any, owned func(any) bool) error {
 	b, hadB := holderB[key]
 	a, hasA := holderA[key]
-	if hadB == hasA && covers(b, a) {
+	if lb, la := asList(b), asList(a); hadB == hasA && (lb == nil) == (la == nil) && len(lb) == len(la) && covers(b, a) {
 		return nil
 	}
 	at := path + "/" + key
@@ -200,11 +200,13 @@ func (ps *patcher) annotations(base string, before, after map[string]any) error 
 }
 
 // covers reports whether before holds everything of after: the same scalars, every key of
-// after's objects, lists of the same length item by item. What the API server adds to what
+// after's objects, and of after's lists the first items, item by item (list lengths are checked
+// by the caller where they matter: a section's own items). What the API server adds to what
 // sidesync wrote (a downwardAPI volume's defaultMode, a fieldRef's apiVersion, an init
-// container's terminationMessagePath) is not a change to undo: when the webhook is invoked
-// again (reinvocationPolicy IfNeeded) the pod it sees has been defaulted, and it must answer
-// with no operation.
+// container's terminationMessagePath, the service account token's mount appended to the install
+// container when a MutatingAdmissionPolicy wrapped the pod before the ServiceAccount plugin ran)
+// is not a change to undo: when the webhook is invoked again (reinvocationPolicy IfNeeded) the
+// pod it sees has been defaulted, and it must answer with no operation.
 func covers(before, after any) bool {
 	switch a := after.(type) {
 	case map[string]any:
@@ -220,7 +222,7 @@ func covers(before, after any) bool {
 		return true
 	case []any:
 		b, ok := before.([]any)
-		if !ok || len(b) != len(a) {
+		if !ok || len(b) < len(a) {
 			return false
 		}
 		for i := range a {
@@ -231,6 +233,12 @@ func covers(before, after any) bool {
 		return true
 	}
 	return sameJSON(before, after)
+}
+
+// asList is v as a list, nil when it is none.
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 // pointer turns a manifest path of object keys ("spec.template") into a JSON Pointer.

@@ -363,6 +363,9 @@ func TestPatchDefaulted(t *testing.T) {
 	}
 	install := spec["initContainers"].([]any)[0].(map[string]any)
 	install["terminationMessagePath"], install["imagePullPolicy"] = "/dev/termination-log", "IfNotPresent"
+	// The ServiceAccount plugin, after a MutatingAdmissionPolicy wrapped the pod, mounts the
+	// token into every container, sidesync's install container too.
+	install["volumeMounts"] = append(install["volumeMounts"].([]any), map[string]any{"name": "kube-api-access-x", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true})
 	raw := mustJSON(t, out)
 	if ops, _, err := Patch(raw, manifest.TypeMeta{}, opts(), nil); err != nil || len(ops) != 0 {
 		t.Errorf("a defaulted injected pod: %v, ops %s", err, mustJSON(t, ops))
@@ -371,5 +374,10 @@ func TestPatchDefaulted(t *testing.T) {
 	o.Delivery = ImageVolume
 	if ops, _, err := Patch(raw, manifest.TypeMeta{}, o, nil); err != nil || len(ops) == 0 {
 		t.Errorf("another delivery on a defaulted pod: %v, no ops", err)
+	}
+	// A section that lost one of sidesync's items is patched, defaults or not.
+	spec["volumes"] = spec["volumes"].([]any)[:1]
+	if ops, _, err := Patch(mustJSON(t, out), manifest.TypeMeta{}, opts(), nil); err != nil || len(ops) == 0 {
+		t.Errorf("a defaulted pod without the pod-info volume: %v, no ops", err)
 	}
 }

@@ -5,6 +5,7 @@ package nodejobs
 import (
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"github.com/sidesync/sidesync/internal/inject"
 	"github.com/sidesync/sidesync/internal/kubetest"
 	"github.com/sidesync/sidesync/internal/manifest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -30,6 +32,11 @@ import (
 // the mesh stand-in. A namespace is labelled, a CronJob made from an example's plain Job is
 // created, and nothing else is done: the CronJob fires, the mesh stand-in adds the sidecar, the
 // webhook wraps the app, and the Job completes.
+
+// admissionLabel on a namespace says which of sidesync's two admission modes, both registered on
+// the shared node, may select it: "webhook" or "policy" (each mode's selectors get this
+// requirement besides their own), so that each test proves one mode alone.
+const admissionLabel = "nodejobs.sidesync.io/admission"
 
 var sidesyncWebhookOnce struct {
 	sync.Once
@@ -63,20 +70,79 @@ func startSidesyncWebhook(t testing.TB, n *kubetest.Node) error {
 	go func() { _ = srv.ServeTLS(l, "", "") }() // ends with the test process
 	cfg := admission.MutatingWebhookConfiguration(admission.Options{
 		Endpoint: admission.Endpoint{URL: "https://" + l.Addr().String(), CABundle: caPEM}, Namespace: "sidesync-system"})
+	for i := range cfg.Webhooks {
+		onlyMode(cfg.Webhooks[i].NamespaceSelector, "webhook")
+	}
 	n.Create(t, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", cfg)
 	return nil
 }
 
+// onlyMode adds the requirement admissionLabel=mode to a namespace selector.
+func onlyMode(sel *metav1.LabelSelector, mode string) {
+	if sel.MatchLabels == nil {
+		sel.MatchLabels = map[string]string{}
+	}
+	sel.MatchLabels[admissionLabel] = mode
+}
+
+var sidesyncPolicyOnce struct {
+	sync.Once
+	err error
+}
+
+// sidesyncPolicy installs the MutatingAdmissionPolicy of `kubectl sidesync policy`, once per
+// process.
+func sidesyncPolicy(t testing.TB, n *kubetest.Node) {
+	t.Helper()
+	sidesyncPolicyOnce.Do(func() {
+		policies, bindings, err := admission.Policy(admission.PolicyOptions{Version: exampleVersion, Image: sidesyncImage, Namespace: "sidesync-system"})
+		if err != nil {
+			sidesyncPolicyOnce.err = err
+			return
+		}
+		for _, p := range policies {
+			n.Create(t, "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies", p)
+		}
+		for _, b := range bindings {
+			if b.Spec.MatchResources == nil || b.Spec.MatchResources.NamespaceSelector == nil {
+				sidesyncPolicyOnce.err = fmt.Errorf("binding %s selects no namespaces", b.Name)
+				return
+			}
+			onlyMode(b.Spec.MatchResources.NamespaceSelector, "policy")
+			n.Create(t, "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings", b)
+		}
+	})
+	if sidesyncPolicyOnce.err != nil {
+		t.Fatalf("sidesync's policy: %v", sidesyncPolicyOnce.err)
+	}
+}
+
 // TestWebhookCronJob: label a namespace, create a CronJob of the OSM example's plain Job, and
-// its Job completes, its pod wrapped at admission after the mesh stand-in added Envoy.
+// its Job completes, its pod wrapped at admission by the webhook after the mesh stand-in added
+// Envoy.
 func TestWebhookCronJob(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
-	injector(t, n)
 	sidesyncWebhook(t, n)
-	ns := namespace(t, n, "webhook-cronjob")
+	runCronJob(t, n, "webhook")
+}
+
+// TestPolicyCronJob is TestWebhookCronJob with the MutatingAdmissionPolicy of `kubectl sidesync
+// policy` and no webhook of sidesync's: the same pod, the same Job, complete.
+func TestPolicyCronJob(t *testing.T) {
+	t.Parallel()
+	n := testNode(t)
+	sidesyncPolicy(t, n)
+	runCronJob(t, n, "policy")
+}
+
+// runCronJob labels a new namespace for mode, creates the CronJob and checks its first Job.
+func runCronJob(t *testing.T, n *kubetest.Node, mode string) {
+	injector(t, n)
+	ns := namespace(t, n, mode+"-cronjob")
 	// The namespace opts in, as a user does: kubectl label namespace NS sidesync.io/inject=enabled.
-	n.Send(t, "PATCH", "/api/v1/namespaces/"+ns, map[string]any{"metadata": map[string]any{"labels": map[string]any{admission.InjectLabel: admission.Enabled}}})
+	n.Send(t, "PATCH", "/api/v1/namespaces/"+ns, map[string]any{"metadata": map[string]any{"labels": map[string]any{
+		admission.InjectLabel: admission.Enabled, admissionLabel: mode}}})
 	waitSelected(t, n, ns)
 
 	data, err := os.ReadFile(filepath.Join(examplesDir, "plain", "osm.yaml"))
@@ -102,7 +168,7 @@ func TestWebhookCronJob(t *testing.T) {
 		t.Fatalf("the pod was not wrapped at admission: annotations %v", p.Metadata.Annotations)
 	}
 	checkRun(t, n, ns, p, "osm")
-	t.Logf("CronJob created → its Job %s Complete in %s (the schedule fires at the next minute)", name, time.Since(begin).Round(100*time.Millisecond))
+	t.Logf("%s: CronJob created → its Job %s Complete in %s (the schedule fires at the next minute)", mode, name, time.Since(begin).Round(100*time.Millisecond))
 }
 
 // waitSelected waits until the API server calls the webhook for the namespace: a dry-run pod
