@@ -87,6 +87,11 @@ func TestProbesMetricsDrain(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+	// TLS 1.2 at least: a TLS 1.1 client gets no connection.
+	if conn, err := tls.Dial("tcp", in.webhook, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS11}); err == nil {
+		conn.Close()
+		t.Error("a TLS 1.1 handshake succeeded")
+	}
 	// SIGTERM: readiness fails at once, the webhook still answers during the drain delay.
 	in.cancel()
 	for {
