@@ -205,12 +205,12 @@ func checkDeployment(dep *appsv1.Deployment, c renderCase) []string {
 		return problems
 	}
 	ctr := spec.Containers[0]
-	if ctr.Image != "ghcr.io/sidesync/sidesync-injector:0.1.0" {
+	if ctr.Image != "ghcr.io/sidesync/sidesync-injector:v0.1.0" {
 		add("image %q", ctr.Image)
 	}
 	wantArgs := append([]string{
 		"--listen=:8443", "--tls-cert-file=/tls/tls.crt", "--tls-key-file=/tls/tls.key", "--probe-listen=:8080",
-		"--namespace=$(POD_NAMESPACE)", "--image=ghcr.io/sidesync/sidesync:0.1.0",
+		"--namespace=$(POD_NAMESPACE)", "--image=ghcr.io/sidesync/sidesync:v0.1.0",
 	}, c.extraArgs...)
 	if diff := cmp.Diff(wantArgs, ctr.Args); diff != "" {
 		add("args (-want +got):\n%s", diff)

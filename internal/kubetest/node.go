@@ -236,6 +236,9 @@ func (n *Node) writeConfig() (string, error) {
 		"--kubelet-preferred-address-types": "InternalIP",
 		"--service-cluster-ip-range":        serviceRange,
 		"--allow-privileged":                "true",
+		// No kube-proxy routes ClusterIPs here: the API server reaches a webhook's Service (an
+		// injector installed by its chart) at the Service's endpoints, the pods' IPs.
+		"--enable-aggregator-routing": "true",
 	})
 	admin := c.path("admin.kubeconfig")
 	plan := nodePlan{

@@ -3,13 +3,16 @@
 package nodejobs
 
 import (
-	"crypto/tls"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,63 +21,180 @@ import (
 	"time"
 
 	"github.com/sidesync/sidesync/internal/admission"
+	"github.com/sidesync/sidesync/internal/chart"
 	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/internal/inject"
 	"github.com/sidesync/sidesync/internal/kubetest"
 	"github.com/sidesync/sidesync/internal/manifest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// The admission webhook on the node: sidesync's pod webhook (internal/admission's handler,
-// which sidesync-injector serves; its own process is tested on the API server in
-// cmd/sidesync-injector) registered with the configuration the chart is generated from, beside
-// the mesh stand-in. A namespace is labelled, a CronJob made from an example's plain Job is
-// created, and nothing else is done: the CronJob fires, the mesh stand-in adds the sidecar, the
-// webhook wraps the app, and the Job completes.
+// sidesync's admission on the node, as a new user installs it: the injector's image (built
+// from this checkout) runs as the chart's Deployment, the chart rendered with Helm v4's engine
+// (internal/chart) with a certificate of the test's own, every object created through the API;
+// the API server calls the webhook through its Service. Then a namespace is labelled, a CronJob
+// made from an example's plain Job is created, and nothing else is done: the CronJob fires, the
+// mesh stand-in adds the sidecar, the webhook wraps the app, and the Job completes. The
+// webhook-less mode (the MutatingAdmissionPolicy of `kubectl sidesync policy`) does the same.
 
-// admissionLabel on a namespace says which of sidesync's two admission modes, both registered on
+// admissionLabel on a namespace says which of sidesync's two admission modes, both installed on
 // the shared node, may select it: "webhook" or "policy" (each mode's selectors get this
-// requirement besides their own), so that each test proves one mode alone.
+// requirement besides their own, a change the tests make), so that each test proves one mode
+// alone.
 const admissionLabel = "nodejobs.sidesync.io/admission"
 
-var sidesyncWebhookOnce struct {
+// injectorNamespace is the chart's release namespace.
+const injectorNamespace = "sidesync-system"
+
+var chartOnce struct {
 	sync.Once
 	err error
 }
 
-// sidesyncWebhook serves and registers sidesync's webhook, once per process.
-func sidesyncWebhook(t testing.TB, n *kubetest.Node) {
+// sidesyncChart installs the chart, once per process, and waits until both injector pods are
+// ready.
+func sidesyncChart(t testing.TB, n *kubetest.Node) {
 	t.Helper()
-	sidesyncWebhookOnce.Do(func() { sidesyncWebhookOnce.err = startSidesyncWebhook(t, n) })
-	if sidesyncWebhookOnce.err != nil {
-		t.Fatalf("sidesync's webhook: %v", sidesyncWebhookOnce.err)
+	chartOnce.Do(func() { chartOnce.err = installChart(t, n) })
+	if chartOnce.err != nil {
+		t.Fatalf("the chart: %v", chartOnce.err)
 	}
 }
 
-func startSidesyncWebhook(t testing.TB, n *kubetest.Node) error {
-	cert, caPEM, err := selfSigned(n.IP())
+func installChart(t testing.TB, n *kubetest.Node) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	begin := time.Now()
+	if err := kubetest.BuildStatic(ctx, bins, "github.com/sidesync/sidesync/cmd/sidesync-injector"); err != nil {
+		return err
+	}
+	importImage(t, n, kubetest.Image{Ref: injectorImage, Files: map[string]string{"/sidesync-injector": filepath.Join(bins, "sidesync-injector")},
+		Entrypoint: []string{"/sidesync-injector"}, User: "65532"})
+	// The namespace as a user makes it, enforcing Pod Security "restricted", which the chart's
+	// pods meet.
+	n.CreateNamespaceLabelled(t, injectorNamespace, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	caPEM, certPEM, keyPEM, err := serviceCert("sidesync-injector." + injectorNamespace + ".svc")
 	if err != nil {
 		return err
 	}
-	l, err := n.Listen("tcp", net.JoinHostPort(n.IP(), "0"))
+	n.Create(t, "/api/v1/namespaces/"+injectorNamespace+"/secrets", map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "sidesync-injector-tls"}, "type": "kubernetes.io/tls",
+		"stringData": map[string]any{"tls.crt": string(certPEM), "tls.key": string(keyPEM)}})
+	objs, err := chart.Render(map[string]any{
+		"certManager":   map[string]any{"enabled": false},
+		"tls":           map[string]any{"secretName": "sidesync-injector-tls", "caBundle": string(caPEM)},
+		"sidesyncImage": map[string]any{"tag": exampleVersion},
+	}, injectorNamespace)
 	if err != nil {
 		return err
 	}
-	o := inject.Options{Version: exampleVersion, Image: sidesyncImage}
-	s := &admission.Server{Mutator: &admission.Mutator{Inject: o, Namespace: "sidesync-system"},
-		Warner: &admission.Warner{Inject: o, Namespace: "sidesync-system"},
-		Log:    slog.New(slog.NewTextHandler(io.Discard, nil))}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
-	go func() { _ = srv.ServeTLS(l, "", "") }() // ends with the test process
-	cfg := admission.MutatingWebhookConfiguration(admission.Options{
-		Endpoint: admission.Endpoint{URL: "https://" + l.Addr().String(), CABundle: caPEM}, Namespace: "sidesync-system"})
-	for i := range cfg.Webhooks {
-		onlyMode(cfg.Webhooks[i].NamespaceSelector, "webhook")
+	for _, o := range objs {
+		onlyModeIn(o, "webhook")
+		n.Create(t, apiPath(o), o)
 	}
-	n.Create(t, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", cfg)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var d struct{ Status struct{ ReadyReplicas int } }
+		n.Do(t, "GET", "/apis/apps/v1/namespaces/"+injectorNamespace+"/deployments/sidesync-injector", nil, &d)
+		if d.Status.ReadyReplicas == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the injector's Deployment has %d ready pods of 2 after 5 minutes", d.Status.ReadyReplicas)
+		}
+		time.Sleep(time.Second) // polling the Deployment, bounded by deadline
+	}
+	t.Logf("the chart installed, both injector pods ready, %s after the build began", time.Since(begin).Round(100*time.Millisecond))
 	return nil
+}
+
+// injectorImage is the injector's image as the chart names it by default (its appVersion).
+var injectorImage = "ghcr.io/sidesync/sidesync-injector:" + exampleVersion
+
+// apiPath is where an object of the chart is created.
+func apiPath(o map[string]any) string {
+	kind, _ := o["kind"].(string)
+	group, version, found := strings.Cut(o["apiVersion"].(string), "/")
+	base := "/apis/" + group + "/" + version
+	if !found {
+		base = "/api/" + group
+	}
+	resource := strings.ToLower(kind) + "s"
+	if strings.HasSuffix(kind, "Policy") {
+		resource = strings.ToLower(strings.TrimSuffix(kind, "Policy")) + "policies"
+	}
+	switch kind {
+	case "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
+		return base + "/" + resource
+	}
+	return base + "/namespaces/" + injectorNamespace + "/" + resource
+}
+
+// onlyModeIn adds admissionLabel=mode to the namespace selectors of a webhook configuration or
+// a policy binding.
+func onlyModeIn(o map[string]any, mode string) {
+	add := func(holder map[string]any) {
+		sel, _ := holder["namespaceSelector"].(map[string]any)
+		if sel == nil {
+			sel = map[string]any{}
+			holder["namespaceSelector"] = sel
+		}
+		labels, _ := sel["matchLabels"].(map[string]any)
+		if labels == nil {
+			labels = map[string]any{}
+			sel["matchLabels"] = labels
+		}
+		labels[admissionLabel] = mode
+	}
+	switch o["kind"] {
+	case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+		for _, w := range o["webhooks"].([]any) {
+			add(w.(map[string]any))
+		}
+	case "ValidatingAdmissionPolicyBinding":
+		spec := o["spec"].(map[string]any)
+		mr, _ := spec["matchResources"].(map[string]any)
+		if mr == nil {
+			mr = map[string]any{}
+			spec["matchResources"] = mr
+		}
+		add(mr)
+	}
+}
+
+// serviceCert makes a CA and a serving certificate for a Service's DNS name, as PEM.
+func serviceCert(dns string) (caPEM, certPEM, keyPEM []byte, err error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "nodejobs CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dns}, DNSNames: []string{dns},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
 }
 
 // onlyMode adds the requirement admissionLabel=mode to a namespace selector.
@@ -123,7 +243,7 @@ func sidesyncPolicy(t testing.TB, n *kubetest.Node) {
 func TestWebhookCronJob(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
-	sidesyncWebhook(t, n)
+	sidesyncChart(t, n)
 	runCronJob(t, n, "webhook")
 }
 
@@ -164,7 +284,7 @@ func runCronJob(t *testing.T, n *kubetest.Node, mode string) {
 	n.Create(t, "/apis/batch/v1/namespaces/"+ns+"/cronjobs", cron)
 	name := waitCronJobJob(t, n, ns, "invoice-export")
 	p := waitJob(t, n, ns, name, "Complete", begin)
-	if p.Metadata.Annotations[contract.InjectedAnnotation] != exampleVersion+" init-copy" {
+	if !strings.HasSuffix(p.Metadata.Annotations[contract.InjectedAnnotation], " init-copy") {
 		t.Fatalf("the pod was not wrapped at admission: annotations %v", p.Metadata.Annotations)
 	}
 	checkRun(t, n, ns, p, "osm")
@@ -222,5 +342,55 @@ func waitCronJobJob(t testing.TB, n *kubetest.Node, ns, cron string) string {
 			t.Fatalf("CronJob %s created no Job in 3 minutes", cron)
 		}
 		time.Sleep(time.Second) // polling the CronJob controller's work, bounded by deadline
+	}
+}
+
+// TestChartWarnings: with the chart installed, creating a plain Job in a namespace whose mesh
+// injects classic sidecars (Istio's istio-injection=enabled) prints sidesync's warning; the same
+// Job in a namespace labelled for sidesync too prints none, as its pods will be wrapped.
+func TestChartWarnings(t *testing.T) {
+	t.Parallel()
+	n := testNode(t)
+	sidesyncChart(t, n)
+	job := map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "report"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"restartPolicy": "Never",
+			"securityContext": map[string]any{"runAsNonRoot": true, "runAsUser": 10001, "seccompProfile": map[string]any{"type": "RuntimeDefault"}},
+			"containers": []any{map[string]any{"name": "report", "image": "example.com/report:1", "command": []any{"/report"},
+				"securityContext": map[string]any{"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}}}}}}}}}
+	// One namespace, labelled in two steps: the warning seen first proves the webhook is called
+	// for it, so the silence after the second label is sidesync's answer, not a selector that has
+	// not caught up.
+	ns := namespaceWithoutMesh(t, n, "chart-warnings")
+	for _, tc := range []struct {
+		labels map[string]any
+		warn   bool
+	}{
+		{map[string]any{"istio-injection": "enabled", admissionLabel: "webhook"}, true},
+		{map[string]any{admission.InjectLabel: admission.Enabled}, false},
+	} {
+		n.Send(t, "PATCH", "/api/v1/namespaces/"+ns, map[string]any{"metadata": map[string]any{"labels": tc.labels}})
+		// The API server and the injector read namespaces from watches: wait for the label to count.
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			r := n.Send(t, "POST", "/apis/batch/v1/namespaces/"+ns+"/jobs?dryRun=All", job)
+			if r.Code != 201 {
+				t.Fatalf("%s: %d %s", ns, r.Code, r.Body)
+			}
+			var ours []string // sidesync's warnings, not Pod Security's
+			for _, w := range r.Warnings {
+				if strings.HasPrefix(w, "sidesync: ") {
+					ours = append(ours, w)
+				}
+			}
+			got := len(ours) > 0 && strings.Contains(strings.Join(ours, "\n"), "sidecar-never-quits")
+			if got == tc.warn {
+				t.Logf("namespace labels %v added: sidesync's warnings %q", tc.labels, ours)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("namespace labels %v added: warnings %q after 2 minutes, want a warning: %v", tc.labels, r.Warnings, tc.warn)
+			}
+			time.Sleep(200 * time.Millisecond) // polling the API server's watches, bounded by deadline
+		}
 	}
 }
