@@ -9,6 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sidesync/sidesync/internal/inject"
 	"github.com/sidesync/sidesync/internal/manifest"
@@ -60,7 +61,8 @@ type Result struct {
 	Reason   string // for Skipped, Denied: one of the Reason constants
 	Message  string // for the log
 	Ops      int
-	Lookups  int // images read from a registry
+	Lookups  int    // images read from a registry
+	Name     string // the object's name for the log ("" when not read): a pod at creation often has only a generateName, "report-*"
 }
 
 // Mutate answers one AdmissionRequest for a pod. It never fails: a request it cannot read is
@@ -72,14 +74,14 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 		res.Message = fmt.Sprintf("%s %s/%s: not a pod's creation", req.Operation, req.Kind.Kind, req.SubResource)
 		return res
 	}
-	raw := req.Object.Raw
-	pod, err := decodePod(raw)
+	pod, err := decodePod(req.Object.Raw)
 	if err != nil {
 		resp.Allowed = false
 		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: 400, Message: "sidesync: " + err.Error()}
 		res.Outcome, res.Message = Errored, err.Error()
 		return res
 	}
+	res.Name = pod.Name
 	explicit := pod.Labels[InjectLabel] == Enabled
 	if why := m.excluded(req.Namespace, pod); why != "" || !explicit && pod.RestartPolicy == "Always" {
 		if why == "" {
@@ -97,7 +99,11 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 			res.Lookups = len(images)
 		}
 	}
-	ops, r, err := inject.Patch(raw, manifest.TypeMeta{APIVersion: "v1", Kind: "Pod"}, m.Inject, eps)
+	if err := ctx.Err(); err != nil { // the API server gave up waiting
+		res.Outcome, res.Message = Errored, "the request's time ran out: "+err.Error()
+		return res
+	}
+	ops, r, err := inject.PatchObject(pod.obj, manifest.TypeMeta{APIVersion: "v1", Kind: "Pod"}, m.Inject, eps)
 	switch {
 	case err != nil:
 		return m.skip(req, pod, explicit, res, ReasonInvalid, err.Error())
@@ -197,6 +203,7 @@ type podInfo struct {
 	hasAnnotations bool
 	PullSecrets    []string
 	ServiceAccount string
+	Name           string // the name, or the generateName and "*"
 	RestartPolicy  string // "" when the pod says nothing (the API server defaults it to Always first)
 	owners         []metav1.OwnerReference
 }
@@ -206,29 +213,48 @@ func decodePod(raw []byte) (*podInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	var p struct {
-		Metadata struct {
-			Labels          map[string]string       `json:"labels"`
-			Annotations     map[string]string       `json:"annotations"`
-			OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
-		} `json:"metadata"`
-		Spec struct {
-			RestartPolicy      string `json:"restartPolicy"`
-			ServiceAccountName string `json:"serviceAccountName"`
-			ImagePullSecrets   []struct {
-				Name string `json:"name"`
-			} `json:"imagePullSecrets"`
-		} `json:"spec"`
+	meta, _ := obj["metadata"].(map[string]any)
+	spec, _ := obj["spec"].(map[string]any)
+	info := &podInfo{obj: obj, Labels: stringMap(meta, "labels"), Annotations: stringMap(meta, "annotations"),
+		ServiceAccount: manifest.Str(spec, "serviceAccountName"), RestartPolicy: manifest.Str(spec, "restartPolicy"),
+		Name: manifest.Str(meta, "name")}
+	if info.Name == "" {
+		info.Name = manifest.Str(meta, "generateName") + "*"
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, fmt.Errorf("the pod: %w", err)
+	_, info.hasAnnotations = meta["annotations"].(map[string]any)
+	secrets, _ := spec["imagePullSecrets"].([]any)
+	for _, s := range secrets {
+		if m, ok := s.(map[string]any); ok && manifest.Str(m, "name") != "" {
+			info.PullSecrets = append(info.PullSecrets, manifest.Str(m, "name"))
+		}
 	}
-	info := &podInfo{obj: obj, Labels: p.Metadata.Labels, Annotations: p.Metadata.Annotations, hasAnnotations: p.Metadata.Annotations != nil,
-		ServiceAccount: p.Spec.ServiceAccountName, RestartPolicy: p.Spec.RestartPolicy, owners: p.Metadata.OwnerReferences}
-	for _, s := range p.Spec.ImagePullSecrets {
-		info.PullSecrets = append(info.PullSecrets, s.Name)
+	owners, _ := meta["ownerReferences"].([]any)
+	for _, o := range owners {
+		m, ok := o.(map[string]any)
+		if !ok {
+			continue
+		}
+		ref := metav1.OwnerReference{APIVersion: manifest.Str(m, "apiVersion"), Kind: manifest.Str(m, "kind"),
+			Name: manifest.Str(m, "name"), UID: types.UID(manifest.Str(m, "uid"))}
+		if c, ok := m["controller"].(bool); ok {
+			ref.Controller = &c
+		}
+		info.owners = append(info.owners, ref)
 	}
 	return info, nil
+}
+
+// stringMap is m[key] as a map of strings: the values that are strings (a label or annotation
+// value is always one).
+func stringMap(m map[string]any, key string) map[string]string {
+	src, _ := m[key].(map[string]any)
+	out := make(map[string]string, len(src))
+	for k, v := range src {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
 }
 
 // controller is the pod's controlling owner (its Job), if it has one.

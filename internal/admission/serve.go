@@ -81,10 +81,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, webhook string, a
 	ctx, cancel := context.WithTimeout(r.Context(), budget(r))
 	defer cancel()
 	if s.Slots != nil {
+		// A request waits for a slot a quarter of its budget at most: past that the injector is
+		// overloaded, and answering at once lets the failure policy decide while the API server
+		// still listens, instead of working on requests whose caller has given up.
+		wait := time.NewTimer(budget(r) / 4)
 		select {
 		case s.Slots <- struct{}{}:
+			wait.Stop()
 			defer func() { <-s.Slots }()
+		case <-wait.C:
+			s.count(webhook, Errored, "busy", start)
+			http.Error(w, "sidesync: too many requests at once", http.StatusServiceUnavailable)
+			return
 		case <-ctx.Done():
+			wait.Stop()
 			s.count(webhook, Errored, "busy", start)
 			http.Error(w, "sidesync: too many requests at once", http.StatusServiceUnavailable)
 			return
@@ -113,8 +123,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, webhook string, a
 	w.Write(body)
 	s.count(webhook, res.Outcome, res.Reason, start)
 	req := review.Request
-	s.Log.LogAttrs(ctx, level(res.Outcome), "admission", slog.String("webhook", webhook), slog.String("uid", string(req.UID)),
-		slog.String("namespace", req.Namespace), slog.String("kind", req.Kind.Kind), slog.String("name", objectName(req)),
+	lvl := level(res.Outcome)
+	if !s.Log.Enabled(ctx, lvl) {
+		return
+	}
+	name := res.Name
+	if name == "" {
+		name = req.Name
+	}
+	s.Log.LogAttrs(ctx, lvl, "admission", slog.String("webhook", webhook), slog.String("uid", string(req.UID)),
+		slog.String("namespace", req.Namespace), slog.String("kind", req.Kind.Kind), slog.String("name", name),
 		slog.Bool("dry_run", req.DryRun != nil && *req.DryRun), slog.String("outcome", string(res.Outcome)), slog.String("reason", res.Reason),
 		slog.Int("ops", res.Ops), slog.Int("warnings", len(res.Response.Warnings)), slog.String("message", res.Message),
 		slog.Duration("took", time.Since(start)))
@@ -171,22 +189,4 @@ func readReview(r *http.Request) (*admissionv1.AdmissionReview, error) {
 		return nil, errors.New("the review has no request")
 	}
 	return &review, nil
-}
-
-// objectName is the name for the log: a pod at creation often has only a generateName.
-func objectName(req *admissionv1.AdmissionRequest) string {
-	if req.Name != "" {
-		return req.Name
-	}
-	var m struct {
-		Metadata struct {
-			Name         string `json:"name"`
-			GenerateName string `json:"generateName"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(req.Object.Raw, &m)
-	if m.Metadata.Name != "" {
-		return m.Metadata.Name
-	}
-	return m.Metadata.GenerateName + "*"
 }

@@ -46,6 +46,7 @@ func (w *Warner) Warn(_ context.Context, req *admissionv1.AdmissionRequest) Resu
 		return res
 	}
 	tm := manifest.TypeMeta{APIVersion: "batch/" + req.Kind.Version, Kind: req.Kind.Kind}
+	res.Name = manifest.Name(obj, tm)
 	resp.Warnings, res.Message = w.warnings(req.Namespace, obj, tm)
 	return res
 }

@@ -72,8 +72,54 @@ func compactJSON(v any) (string, error) {
 }
 
 // sameJSON reports whether a and b encode to the same JSON: a number decoded as json.Number
-// and the same number written by inject as an int are the same.
+// and the same number written by inject as an int are the same. Decoded JSON is compared as it
+// is, without encoding it (a pod of 256 KiB was encoded twice per comparison, most of the
+// webhook's time); only scalars of different Go types, and values of other types, are encoded.
 func sameJSON(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, v := range a {
+			w, ok := b[k]
+			if !ok || !sameJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !sameJSON(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		if b, ok := b.(string); ok {
+			return a == b
+		}
+	case json.Number:
+		if b, ok := b.(json.Number); ok {
+			return a == b
+		}
+	case bool:
+		if b, ok := b.(bool); ok {
+			return a == b
+		}
+	case nil:
+		return b == nil
+	}
+	return encodedSame(a, b)
+}
+
+// encodedSame compares the encodings of a and b.
+func encodedSame(a, b any) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)

@@ -38,6 +38,12 @@ func Patch(raw []byte, tm manifest.TypeMeta, o Options, eps Entrypoints) ([]Op, 
 	if err != nil {
 		return nil, Report{}, err
 	}
+	return PatchObject(obj, tm, o, eps)
+}
+
+// PatchObject is Patch of an object already decoded (numbers as json.Number, as
+// manifest.DecodeJSONObject reads them), which it does not change.
+func PatchObject(obj map[string]any, tm manifest.TypeMeta, o Options, eps Entrypoints) ([]Op, Report, error) {
 	out, r, err := Apply(obj, tm, o, eps)
 	if err != nil || !r.Changed {
 		return nil, r, err
@@ -84,16 +90,10 @@ func (ps *patcher) pod(base string, before, after map[string]any) error {
 			return err
 		}
 	}
-	owned := func(names ...string) func(any) bool {
-		return func(e any) bool {
-			m, ok := e.(map[string]any)
-			return ok && slices.Contains(names, manifest.Str(m, "name"))
-		}
-	}
-	if err := ps.list(spec, "volumes", specB, specA, owned(contract.BinVolume, contract.PodInfoVolume, contract.StateVolume)); err != nil {
+	if err := ps.list(spec, "volumes", specB, specA, ownedVolume); err != nil {
 		return err
 	}
-	if err := ps.list(spec, "initContainers", specB, specA, owned(contract.InitContainer)); err != nil {
+	if err := ps.list(spec, "initContainers", specB, specA, ownedInit); err != nil {
 		return err
 	}
 	return ps.annotations(base, before, after)
@@ -114,18 +114,27 @@ func (ps *patcher) container(path string, before, after map[string]any) error {
 			ps.add(path+"/"+key, a)
 		}
 	}
-	isEnv := func(e any) bool {
-		m, ok := e.(map[string]any)
-		return ok && slices.Contains([]string{contract.Env(contract.FlagRestartPolicy), contract.Env(contract.FlagRestartRules), contract.Env(contract.FlagPlatformCommands)}, manifest.Str(m, "name"))
-	}
-	if err := ps.list(path, "env", before, after, isEnv); err != nil {
+	if err := ps.list(path, "env", before, after, ownedEnv); err != nil {
 		return err
 	}
-	isMount := func(e any) bool {
+	return ps.list(path, "volumeMounts", before, after, ownedMount)
+}
+
+// ownedEnv, ownedMount, ownedVolume and ownedInit tell sidesync's items of a container's env
+// and volumeMounts, and of a pod's volumes and initContainers, by name.
+var (
+	ownedEnv    = named(contract.Env(contract.FlagRestartPolicy), contract.Env(contract.FlagRestartRules), contract.Env(contract.FlagPlatformCommands))
+	ownedMount  = named(contract.BinVolume, contract.PodInfoVolume, contract.StateVolume)
+	ownedVolume = ownedMount
+	ownedInit   = named(contract.InitContainer)
+)
+
+// named returns a test of whether an item is an object named one of names.
+func named(names ...string) func(any) bool {
+	return func(e any) bool {
 		m, ok := e.(map[string]any)
-		return ok && slices.Contains([]string{contract.BinVolume, contract.PodInfoVolume, contract.StateVolume}, manifest.Str(m, "name"))
+		return ok && slices.Contains(names, manifest.Str(m, "name"))
 	}
-	return ps.list(path, "volumeMounts", before, after, isMount)
 }
 
 // list writes the operations that turn the list holder[key] before into the one after, where
