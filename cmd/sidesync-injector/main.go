@@ -78,7 +78,7 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 	fs.BoolVar(&c.resolve, "resolve", false, "read the ENTRYPOINT of command-less apps' images from their registries (needs the pods' pull secrets)")
 	platforms := fs.String("platforms", "", "with --resolve: the platforms of multi-platform images read, comma-separated (linux/amd64,linux/arm64); empty: every linux platform")
 	allow := fs.String("registry-allow", "", "with --resolve: address ranges (CIDR, comma-separated) of registries the injector may connect to although loopback, link-local, private or multicast")
-	fs.IntVar(&c.maxInFlight, "max-in-flight", 64, "requests answered at once; more wait within their timeout")
+	fs.IntVar(&c.maxInFlight, "max-in-flight", 16, "requests answered at once; more wait a quarter of their timeout (1 s at most), then are refused with 503")
 	fs.StringVar(&c.logFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&c.drainDelay, "drain-delay", 5*time.Second, "on SIGTERM, how long /readyz fails before the server stops taking connections")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 20*time.Second, "on SIGTERM, how long requests in flight may take")

@@ -20,6 +20,9 @@ import (
 // and a review holds the object (and, for an update, the old one).
 const MaxReview = 8 << 20
 
+// MaxSlotWait is the longest a request waits for one of Server.Slots.
+const MaxSlotWait = time.Second
+
 // DefaultBudget is how long a request may take when the API server says nothing (it sends its
 // timeout as ?timeout=10s).
 const DefaultBudget = 10 * time.Second
@@ -81,10 +84,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, webhook string, a
 	ctx, cancel := context.WithTimeout(r.Context(), budget(r))
 	defer cancel()
 	if s.Slots != nil {
-		// A request waits for a slot a quarter of its budget at most: past that the injector is
-		// overloaded, and answering at once lets the failure policy decide while the API server
-		// still listens, instead of working on requests whose caller has given up.
-		wait := time.NewTimer(budget(r) / 4)
+		// A request waits for a slot a quarter of its budget, 1 s at most: past that the
+		// injector is overloaded, and answering at once lets the failure policy decide while the
+		// API server still listens, instead of working on requests whose caller has given up.
+		// The handler is CPU-bound: more slots than a few per core only make every answer later.
+		wait := time.NewTimer(min(budget(r)/4, MaxSlotWait))
 		select {
 		case s.Slots <- struct{}{}:
 			wait.Stop()

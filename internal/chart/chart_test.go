@@ -63,10 +63,10 @@ type renderCase struct {
 func renderCases() []renderCase {
 	return []renderCase{
 		{name: "defaults", values: nil, certManager: true, secret: "sidesync-injector-tls", timeout: 10,
-			extraArgs: []string{"--delivery=init-copy", "--max-in-flight=64", "--log-format=json"}},
+			extraArgs: []string{"--delivery=init-copy", "--max-in-flight=16", "--log-format=json"}},
 		{name: "cert-manager", values: map[string]any{"certManager": map[string]any{"enabled": true}, "webhook": map[string]any{"timeoutSeconds": 7}},
 			certManager: true, secret: "sidesync-injector-tls", timeout: 7,
-			extraArgs: []string{"--delivery=init-copy", "--max-in-flight=64", "--log-format=json"}},
+			extraArgs: []string{"--delivery=init-copy", "--max-in-flight=16", "--log-format=json"}},
 		{name: "user-secret", values: map[string]any{
 			"certManager": map[string]any{"enabled": false},
 			"tls":         map[string]any{"secretName": "my-webhook-tls", "caBundle": testCA},
@@ -75,7 +75,7 @@ func renderCases() []renderCase {
 			extraArgs: []string{"--delivery=image-volume", "--max-in-flight=16"}},
 		{name: "resolve", values: map[string]any{"resolve": map[string]any{"enabled": true, "registryAllow": []any{"10.0.0.0/8", "fd00::/8"}}},
 			certManager: true, resolve: true, secret: "sidesync-injector-tls", timeout: 10,
-			extraArgs: []string{"--delivery=init-copy", "--resolve", "--registry-allow=10.0.0.0/8,fd00::/8", "--max-in-flight=64", "--log-format=json"}},
+			extraArgs: []string{"--delivery=init-copy", "--resolve", "--registry-allow=10.0.0.0/8,fd00::/8", "--max-in-flight=16", "--log-format=json"}},
 	}
 }
 
