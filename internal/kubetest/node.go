@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -98,8 +99,8 @@ type Node struct {
 	before     machineState
 	logf       func(string, ...any)
 
-	pauseImported bool
-	programs      []string // the plan's, in order of start: their logs are NAME.log
+	pauseImported atomic.Bool // ImportImages may run from several tests at once
+	programs      []string    // the plan's, in order of start: their logs are NAME.log
 }
 
 // NodeUnavailable says why this machine cannot run a node ("" when it can): not root, no

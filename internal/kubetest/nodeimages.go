@@ -54,10 +54,11 @@ func BuildStatic(ctx context.Context, dir string, pkgs ...string) error {
 }
 
 // ImportImages builds the images and imports them into the node's containerd, with the node's
-// pause image. It can be called more than once.
+// pause image. It can be called more than once, and from several goroutines at once (two may
+// then both import the pause image, which is harmless).
 func (n *Node) ImportImages(ctx context.Context, images ...Image) error {
 	begin := time.Now()
-	if !n.pauseImported {
+	if !n.pauseImported.Load() {
 		bin := n.path("bin")
 		if err := BuildStatic(ctx, bin, "github.com/sidesync/sidesync/internal/kubetest/pause"); err != nil {
 			return err
@@ -85,7 +86,7 @@ func (n *Node) ImportImages(ctx context.Context, images ...Image) error {
 	if err := n.ctr(ctx, "images", "import", "--local", archive); err != nil {
 		return err
 	}
-	n.pauseImported = true
+	n.pauseImported.Store(true)
 	n.logf("kubetest: %d images imported into the node in %s", len(refs), time.Since(begin).Round(time.Millisecond))
 	return nil
 }
