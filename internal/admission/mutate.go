@@ -109,7 +109,7 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 		return m.skip(req, pod, explicit, res, ReasonInvalid, err.Error())
 	case len(ops) > 0:
 		if _, had := pod.Annotations[SkippedAnnotation]; had {
-			ops = append(ops, inject.Op{Op: "remove", Path: "/metadata/annotations/" + escape(SkippedAnnotation)})
+			ops = append(ops, inject.Op{Op: "remove", Path: "/metadata/annotations/" + inject.EscapePointer(SkippedAnnotation)})
 		}
 		return patched(res, ops, fmt.Sprintf("wrapped %s", strings.Join(slices.Concat(r.Wrapped, r.Updated), ",")))
 	case r.Reason != "" && r.Injected:
@@ -153,7 +153,7 @@ func (m *Mutator) skip(req *admissionv1.AdmissionRequest, pod *podInfo, deny boo
 	}
 	var ops []inject.Op
 	if pod.hasAnnotations {
-		ops = []inject.Op{{Op: "add", Path: "/metadata/annotations/" + escape(SkippedAnnotation), Value: value}}
+		ops = []inject.Op{{Op: "add", Path: "/metadata/annotations/" + inject.EscapePointer(SkippedAnnotation), Value: value}}
 	} else {
 		ops = []inject.Op{{Op: "add", Path: "/metadata/annotations", Value: map[string]any{SkippedAnnotation: value}}}
 	}
@@ -265,10 +265,6 @@ func (p *podInfo) controller() (metav1.OwnerReference, bool) {
 		}
 	}
 	return metav1.OwnerReference{}, false
-}
-
-func escape(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 func mustJSON(v any) []byte {

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -61,7 +62,7 @@ func (w *Warner) warnings(namespace string, obj map[string]any, tm manifest.Type
 	if err != nil {
 		return []string{Short("", "", "the pod template is not read: "+err.Error())}, "pod template not read"
 	}
-	if namespace == w.Namespace || isSystem(namespace) {
+	if namespace == w.Namespace || slices.Contains(SystemNamespaces, namespace) {
 		return nil, "namespace never selected"
 	}
 	var nsLabels, nsAnn map[string]string
@@ -186,13 +187,4 @@ func Short(rule, container, message string) string {
 		message = short(message, max(room, 0))
 	}
 	return head + message + tail
-}
-
-func isSystem(ns string) bool {
-	for _, s := range SystemNamespaces {
-		if s == ns {
-			return true
-		}
-	}
-	return false
 }

@@ -197,7 +197,7 @@ func (ps *patcher) annotations(base string, before, after map[string]any) error 
 	for _, k := range []string{contract.InjectedAnnotation, contract.WrappedAnnotation, contract.FoundAnnotation} {
 		b, had := annB[k]
 		a, has := annA[k]
-		at := base + "/metadata/annotations/" + escape(k)
+		at := base + "/metadata/annotations/" + EscapePointer(k)
 		switch {
 		case has && (!had || !sameJSON(a, b)):
 			ps.add(at, a)
@@ -257,12 +257,12 @@ func pointer(path string) string {
 	}
 	var b strings.Builder
 	for _, k := range strings.Split(path, ".") {
-		b.WriteString("/" + escape(k))
+		b.WriteString("/" + EscapePointer(k))
 	}
 	return b.String()
 }
 
-// escape escapes a key for a JSON Pointer (RFC 6901 section 3).
-func escape(k string) string {
+// EscapePointer escapes a key for a JSON Pointer (RFC 6901 section 3): "~" as "~0", "/" as "~1".
+func EscapePointer(k string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
