@@ -32,7 +32,7 @@ func webhookCluster(t *testing.T, args ...string) (*kubetest.Cluster, *injector,
 	t.Helper()
 	c := kubetest.Start(t)
 	ca := newTestCA(t)
-	kc := kubeconfig(t, c.URL, c.CAFile, c.AdminToken)
+	kc := c.Kubeconfig(t, c.AdminToken)
 	c.CreateNamespace(t, ownNamespace)
 	in := startInjector(t, ca, append([]string{"--kubeconfig=" + kc, "--namespace=" + ownNamespace}, args...)...)
 	register(t, c, in.webhook, ca.PEM)

@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -163,23 +162,6 @@ func (s *syncBuffer) String() string {
 }
 
 var _ io.Writer = (*syncBuffer)(nil)
-
-// kubeconfig writes a kubeconfig for the cluster's admin.
-func kubeconfig(t testing.TB, server, caFile, token string) string {
-	t.Helper()
-	name := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: %q, certificate-authority: %q}}]
-users: [{name: u, user: {token: %q}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-current-context: c
-`, server, caFile, token)
-	if err := os.WriteFile(name, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
 
 // tlsDial connects to addr without checking its certificate (the test reads which one it is).
 func tlsDial(addr string) (*tls.Conn, error) {

@@ -56,7 +56,7 @@ func review(t *testing.T, addr, ns string, pod any) (int, *admissionv1.Admission
 func TestProbesMetricsDrain(t *testing.T) {
 	c := kubetest.Start(t)
 	ca := newTestCA(t)
-	in := startInjector(t, ca, "--kubeconfig="+kubeconfig(t, c.URL, c.CAFile, c.AdminToken), "--namespace="+ownNamespace, "--drain-delay=3s")
+	in := startInjector(t, ca, "--kubeconfig="+c.Kubeconfig(t, c.AdminToken), "--namespace="+ownNamespace, "--drain-delay=3s")
 	base := "http://" + in.probes
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

@@ -91,10 +91,11 @@ type Node struct {
 	netns      *os.File    // the node's network namespace, held open while it runs
 	hostNetns  *os.File    // the test process's own
 	initStdin  io.Closer
-	pidns      string   // the node's PID namespace, as /proc/PID/ns/pid names it
-	pidnsFile  *os.File // holds it
-	cgroupRoot string   // the kubelet's --cgroup-root, under every hierarchy
-	sock       string   // containerd's socket
+	pidns      string    // the node's PID namespace, as /proc/PID/ns/pid names it
+	pidnsFile  *os.File  // holds it
+	forward    forwarder // Kubeconfig's forwarder to the API server, for programs on the machine
+	cgroupRoot string    // the kubelet's --cgroup-root, under every hierarchy
+	sock       string    // containerd's socket
 	bin        string
 	before     machineState
 	logf       func(string, ...any)
@@ -487,6 +488,9 @@ func (n *Node) nodeReady() bool {
 func (n *Node) Stop() error {
 	var errs []error
 	begin := time.Now()
+	if n.forward.l != nil {
+		n.forward.l.Close()
+	}
 	if n.init != nil && n.init.Process != nil {
 		_ = n.init.Process.Signal(syscall.SIGTERM)
 		select {
