@@ -34,6 +34,13 @@ import (
 // number counts the attempts on the pod.
 const ContainerPrefix = "sidesync-rescue-"
 
+// NamespaceLabel, set to Enabled on a namespace, lets the sidesync-rescuer controller rescue
+// the pods there; it touches no other namespace.
+const (
+	NamespaceLabel = "sidesync.io/rescue"
+	Enabled        = "enabled"
+)
+
 // MaxAttempts is how many rescues a pod gets: an ephemeral container can be neither removed nor
 // run again, so each attempt adds one; after this many the pod is left, and why is reported.
 const MaxAttempts = 3
