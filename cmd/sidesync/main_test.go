@@ -106,6 +106,10 @@ func testCommand(args []string) int {
 		}
 		syscall.Exec(args[2], args[2:], os.Environ())
 		return 106
+	case "ignore-term": // ignore SIGTERM, print "started", then wait for stdin to close
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("started")
+		io.Copy(io.Discard, os.Stdin)
 	case "block": // print "started", then wait for stdin to close
 		fmt.Println("started")
 		io.Copy(io.Discard, os.Stdin)

@@ -67,6 +67,15 @@ func subcommands() []subcmd {
 			exits: "  0        installed\n" +
 				"  73       DIR does not exist or is not a directory, or the copy failed (EX_CANTCREAT)\n" +
 				"  2        not exactly one argument"},
+		{name: "signal", args: "[--timeout D] [SIGNAL [PID]]", summary: "send a signal to PID 1 and wait for it to end", main: signalMain,
+			about: "Sends SIGNAL (TERM; a name or a number) to PID (1) and waits up to D (30s) for that process to end.\n" +
+				"`kubectl sidesync rescue --signal NAME` runs it in an ephemeral container that shares the PID\n" +
+				"namespace of a sidecar without a quit endpoint, where PID 1 is the sidecar. A namespace's init\n" +
+				"gets only the signals it handles; when it ends, this process ends with it.",
+			exits: "  0        the process ended\n" +
+				"  69       no such process, or it still runs after D\n" +
+				"  77       not permitted: the process runs as another user\n" +
+				"  2        bad arguments"},
 		{name: "version", aliases: []string{"--version", "-version"}, summary: "print the version and commit", main: versionMain,
 			about: "Prints sidesync's version, the commit it was built from, and the Go version.", exits: "  0"},
 		{name: "help", args: "[SUBCOMMAND]", summary: "print this help, or a subcommand's", main: help,
