@@ -1,8 +1,8 @@
 // Command kubectl-sidesync is sidesync's kubectl plugin: with it on PATH, `kubectl sidesync ...`
 // works. It puts sidesync into Pods, Jobs and CronJobs without rebuilding their images
-// (`inject`), and says before anything is applied whether a workload will hang or misbehave with
-// its sidecars (`lint`). It is its own binary: the sidesync binary that goes into pods links no
-// Kubernetes or registry code.
+// (`inject`), says before anything is applied whether a workload will hang or misbehave with
+// its sidecars (`lint`), and frees the pods of Jobs that already hang on them (`rescue`). It is
+// its own binary: the sidesync binary that goes into pods links no Kubernetes or registry code.
 package main
 
 import (
@@ -23,6 +23,7 @@ Usage:
   kubectl sidesync inject [-f FILE|-] [flags]   wrap the containers of Pods, Jobs and CronJobs
   kubectl sidesync lint [-f FILE|-]             find what will hang or misbehave with sidecars
   kubectl sidesync policy [flags]               print the webhook-less injector (admission policies)
+  kubectl sidesync rescue [-n NS|-A] [POD...]   free the Jobs' pods that hang on their sidecars
   kubectl sidesync version                      print the version
 
 Run 'kubectl sidesync COMMAND --help' for a command's flags.
@@ -42,6 +43,8 @@ func run(args []string, build buildinfo.Info, stdin io.Reader, stdout, stderr io
 		return runLint(args[1:], stdin, stdout, stderr)
 	case "policy":
 		return runPolicy(args[1:], build, stdout, stderr)
+	case "rescue":
+		return runRescue(args[1:], build, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, build.Line("kubectl-sidesync"))
 		return 0

@@ -2,6 +2,7 @@ package rescue
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,8 +12,12 @@ import (
 // Patch is the strategic-merge patch of the pod's ephemeralcontainers subresource that adds
 // the containers: what `kubectl debug` sends. An ephemeral container can be neither changed nor
 // removed, and the patch merges on the name: sent twice (two rescuers at once), the second
-// finds the same container and changes nothing.
+// finds the same container and changes nothing. Nothing to add is an error: the list would be
+// null, which a strategic-merge patch reads as "delete the list".
 func Patch(add []corev1.EphemeralContainer) ([]byte, error) {
+	if len(add) == 0 {
+		return nil, errors.New("no ephemeral container to add")
+	}
 	return json.Marshal(map[string]any{"spec": map[string]any{"ephemeralContainers": add}})
 }
 
@@ -26,8 +31,8 @@ type Result struct {
 	// Rescuers are the rescue containers' states, by name: "exited 0", "running", "waiting
 	// (ImagePullBackOff)".
 	Rescuers map[string]string
-	// Failed, when not empty, says why the rescue cannot end the pod any more: a rescue container
-	// ended and a target still runs.
+	// Failed, when not empty, says why the rescue cannot end the pod any more: every rescue
+	// container ended and a target still runs. A decision that added nothing never failed.
 	Failed string
 }
 
@@ -48,18 +53,25 @@ func Outcome(pod *corev1.Pod, d Decision) Result {
 			}
 		}
 	}
-	ended := true
+	ended := len(d.Add) > 0
+	var never []string
 	for _, c := range d.Add {
-		state := "has no status yet"
+		state, done := "has no status yet", false
 		for _, st := range pod.Status.EphemeralContainerStatuses {
 			if st.Name == c.Name {
-				state = containerState(st)
+				state, done = containerState(st), st.State.Terminated != nil
+				if why := stalled(st); why != "" {
+					never = append(never, c.Name+" never starts ("+why+")")
+					done = true
+				}
 			}
 		}
-		if !strings.HasPrefix(state, "exited") {
-			ended = false
-		}
+		ended = ended && done
 		r.Rescuers[c.Name] = state
+	}
+	if len(never) > 0 && !r.Done {
+		r.Failed = strings.Join(never, "; ")
+		return r
 	}
 	if ended && len(running) > 0 && !r.Done {
 		var names []string
@@ -68,7 +80,11 @@ func Outcome(pod *corev1.Pod, d Decision) Result {
 				names = append(names, t.Container)
 			}
 		}
-		r.Failed = "the rescue containers ended and " + strings.Join(names, ", ") + " still run"
+		verb := "runs"
+		if len(names) > 1 {
+			verb = "run"
+		}
+		r.Failed = "the rescue containers ended and " + strings.Join(names, ", ") + " still " + verb
 	}
 	return r
 }

@@ -77,7 +77,7 @@ const (
 	NotJob         Refusal = "not-job"          // no Job owns it, and it was not named
 	NoApp          Refusal = "no-app"           // no container is an app
 	AppRunning     Refusal = "app-running"      // an app has not ended
-	RestartPending Refusal = "restart-pending"  // an app ended and the kubelet restarts it
+	RestartPending Refusal = "restart-pending"  // an app ended and the kubelet restarts it, or would restart a target
 	Unknown        Refusal = "unknown-running"  // a container the catalog does not know runs
 	Orchestrator   Refusal = "orchestrator"     // a container its orchestrator stops runs
 	SidecarWaiting Refusal = "sidecar-waiting"  // a sidecar is neither running nor ended
@@ -187,7 +187,7 @@ func (d Decision) left(r Refusal, format string, a ...any) Decision {
 // Decide says whether pod is stuck on its sidecars and, if so, which ephemeral containers end
 // them. It reads the pod's spec with the catalog (catalog.Sort, as detection, inject and lint
 // do) and its status: the containers' states, and the restart rules (internal/restart) that
-// say whether an ended app restarts in place.
+// say whether an ended container restarts in place.
 func Decide(pod *corev1.Pod, o Options) Decision {
 	d := Decision{Namespace: pod.Namespace, Name: pod.Name}
 	switch {
@@ -202,118 +202,211 @@ func Decide(pod *corev1.Pod, o Options) Decision {
 	if err != nil {
 		return d.left(Unknown, "cannot read its spec: %v", err)
 	}
+	r := &reading{pod: pod, view: view, o: o, d: d, statuses: statusesOf(pod.Status.ContainerStatuses)}
 	sorted := catalog.Sort(view, catalog.Options{})
-	statuses := map[string]*corev1.ContainerStatus{}
-	for i := range pod.Status.ContainerStatuses {
-		statuses[pod.Status.ContainerStatuses[i].Name] = &pod.Status.ContainerStatuses[i]
+	if !r.apps(sorted) || !r.targets(sorted) {
+		return r.d
 	}
+	return r.decide(sorted)
+}
 
-	// The apps: every one ended, for good. A container that the catalog does not know is an
-	// app to it, unless the user named it for a signal: then it is a sidecar the user knows.
-	var apps, named []*manifest.Container
+// reading is one pod that Decide reads, and its decision so far.
+type reading struct {
+	pod      *corev1.Pod
+	view     *manifest.PodView
+	o        Options
+	statuses map[string]*corev1.ContainerStatus // the regular containers', by name
+	d        Decision
+	lastEnd  time.Time // when the last app ended
+	noQuit   []string  // running sidecars without a quit endpoint, and what ends them
+	maybeOff []string  // targets whose quit endpoint may be off
+	fixes    []string  // what switches the quit endpoint on, for the pods created next
+}
+
+// apps checks that every app has ended for good; otherwise r.d is Left and it returns false. A
+// container that the catalog does not know is an app to it, unless the user named it for a
+// signal: then it is a sidecar the user knows.
+func (r *reading) apps(sorted *catalog.Pod) bool {
+	var unended []string
+	apps := 0
 	for _, c := range sorted.Apps {
-		if slices.Contains(o.Signal, c.Name) {
-			named = append(named, c)
-		} else {
-			apps = append(apps, c)
-		}
-	}
-	if len(apps) == 0 {
-		return d.left(NoApp, "no app container: every container is a sidecar")
-	}
-	var lastEnd time.Time
-	var runningApps []string
-	for _, c := range apps {
-		st := statuses[c.Name]
-		if st == nil || st.State.Terminated == nil {
-			runningApps = append(runningApps, c.Name+" "+stateText(st))
+		if slices.Contains(r.o.Signal, c.Name) {
 			continue
 		}
-		term := st.State.Terminated
-		spec, err := restart.Effective(c.RestartPolicy, view.RestartPolicy, c.RestartPolicyRules)
-		if err != nil {
-			return d.left(RestartPending, "app %s: cannot tell whether it restarts: %v", c.Name, err)
-		}
-		if restarts, why := spec.Restarts(int(term.ExitCode)); restarts {
-			return d.left(RestartPending, "app %s exited %d and the kubelet restarts it (%s)", c.Name, term.ExitCode, why)
-		}
-		d.Apps = append(d.Apps, App{Name: c.Name, ExitCode: term.ExitCode, Ended: term.FinishedAt.Time})
-		lastEnd = later(lastEnd, term.FinishedAt.Time)
-	}
-	switch {
-	case len(runningApps) > 0 && len(d.Apps) == 0:
-		return d.left(AppRunning, "app %s", strings.Join(runningApps, ", "))
-	case len(runningApps) > 0:
-		// Some app has ended and a container no row knows has not: an app, or a sidecar the
-		// catalog does not know. Either way it is not rescue's to end unless the user says so.
-		d = d.left(Unknown, "%s; it is not a sidecar sidesync knows (an app still at work, or an unknown sidecar)", strings.Join(runningApps, ", "))
-		d.Hint = "if it is a sidecar, --signal NAME ends it with SIGTERM"
-		return d
-	}
-	for _, c := range named {
-		if st := statuses[c.Name]; st != nil && st.State.Running != nil {
-			d.Targets = append(d.Targets, Target{Container: c.Name, Signal: true})
-		}
-	}
-
-	// What still runs: classic sidecars the catalog knows, or containers named for a signal.
-	var hint []string
-	natives := 0
-	for _, s := range sorted.Sidecars {
-		if s.Container == nil {
-			continue
-		}
-		if s.Native {
-			natives++
-			continue
-		}
-		st := statuses[s.Container.Name]
+		apps++
+		st := r.statuses[c.Name]
 		switch {
 		case st != nil && st.State.Terminated != nil:
-			continue
-		case st == nil || st.State.Running == nil:
-			return d.left(SidecarWaiting, "sidecar %s %s", s.Container.Name, stateText(st))
-		}
-		switch {
-		case s.Profile.Quit != nil:
-			t := Target{Container: s.Container.Name, Profile: s.Entry.Name, Spec: config.FormatSidecar(s.Entry.Name, s.Profile)}
-			d.Targets = append(d.Targets, t)
-		case slices.Contains(o.Signal, s.Container.Name):
-			d.Targets = append(d.Targets, Target{Container: s.Container.Name, Profile: s.Entry.Name, Signal: true})
-		default:
-			why := "it has no quit endpoint"
-			if s.QuitOff != nil {
-				why = "its " + s.QuitOff.What + " is off"
+			term := st.State.Terminated
+			if restarts, why := r.restarts(c, term.ExitCode); restarts {
+				r.d = r.d.left(RestartPending, "app %s exited %d and the kubelet restarts it (%s)", c.Name, term.ExitCode, why)
+				return false
 			}
-			hint = append(hint, fmt.Sprintf("%s (%s): %s; --signal %s sends it SIGTERM", s.Container.Name, s.Entry.Title, why, s.Container.Name))
+			r.d.Apps = append(r.d.Apps, App{Name: c.Name, ExitCode: term.ExitCode, Ended: term.FinishedAt.Time})
+			r.lastEnd = later(r.lastEnd, term.FinishedAt.Time)
+		case st != nil && st.State.Waiting != nil && st.LastTerminationState.Terminated != nil:
+			// Only a restart makes a container that ran wait again (CrashLoopBackOff): it is
+			// neither running nor an app at work that rescue knows nothing of.
+			r.d = r.d.left(RestartPending, "app %s %s after it exited %d: the kubelet restarts it", c.Name, stateText(st), st.LastTerminationState.Terminated.ExitCode)
+			return false
+		default:
+			unended = append(unended, c.Name+" "+stateText(st))
+		}
+	}
+	switch {
+	case apps == 0:
+		r.d = r.d.left(NoApp, "no app container: every container is a sidecar")
+	case len(unended) > 0 && len(r.d.Apps) == 0:
+		r.d = r.d.left(AppRunning, "app %s", strings.Join(unended, ", "))
+	case len(unended) > 0:
+		// Some app has ended and a container no row knows has not: an app, or a sidecar the
+		// catalog does not know. Either way it is not rescue's to end unless the user says so.
+		r.d = r.d.left(Unknown, "%s; it is not a sidecar sidesync knows (an app still at work, or an unknown sidecar)", strings.Join(unended, ", "))
+		r.d.Hint = "if it is a sidecar, --signal NAME ends it with SIGTERM"
+	default:
+		return true
+	}
+	return false
+}
+
+// targets finds what still runs besides the apps, each of which must be a classic sidecar the
+// catalog knows with a quit endpoint, or a container named for a signal; otherwise r.d is Left
+// and it returns false. Native sidecars are the kubelet's to stop, never targets.
+func (r *reading) targets(sorted *catalog.Pod) bool {
+	for _, c := range sorted.Apps {
+		if slices.Contains(r.o.Signal, c.Name) && !r.signalled(c, "") {
+			return false
+		}
+	}
+	for _, s := range sorted.Sidecars {
+		if s.Container != nil && !s.Native && !r.sidecar(s) {
+			return false
 		}
 	}
 	for _, st := range sorted.Stopped {
-		if s := statuses[st.Container.Name]; s != nil && s.State.Terminated == nil {
-			if slices.Contains(o.Signal, st.Container.Name) {
-				d.Targets = append(d.Targets, Target{Container: st.Container.Name, Profile: st.Entry.Name, Signal: true})
-				continue
+		running, ended, _ := r.standing(st.Container)
+		switch {
+		case ended:
+		case slices.Contains(r.o.Signal, st.Container.Name):
+			if !r.signalled(st.Container, st.Entry.Name) {
+				return false
 			}
-			return d.left(Orchestrator, "container %s is stopped by %s", st.Container.Name, st.Entry.StoppedBy)
+		case running || r.statuses[st.Container.Name] != nil:
+			r.d = r.d.left(Orchestrator, "container %s is stopped by %s", st.Container.Name, st.Entry.StoppedBy)
+			return false
 		}
 	}
-	if len(hint) > 0 {
-		d = d.left(NoQuit, "%s", strings.Join(hint, "; "))
-		d.Hint = "--signal NAME (the container's own SIGTERM handling decides its exit code)"
+	return true
+}
+
+// signalled makes c, named for a signal, a target if it runs. One that waits (to start, or to
+// start again) would outlive the rescue: it leaves the pod alone.
+func (r *reading) signalled(c *manifest.Container, profile string) bool {
+	running, ended, doing := r.standing(c)
+	switch {
+	case running && r.comesBack(c):
+		return false
+	case running:
+		r.d.Targets = append(r.d.Targets, Target{Container: c.Name, Profile: profile, Signal: true})
+	case !ended:
+		r.d = r.d.left(SidecarWaiting, "container %s %s", c.Name, doing)
+		return false
+	}
+	return true
+}
+
+// comesBack reports, and makes r.d Left, when the kubelet restarts c even after it exits 0 (its
+// restartPolicy, or the pod's, is Always; or a rule restarts it): ending it cannot end the pod.
+func (r *reading) comesBack(c *manifest.Container) bool {
+	restarts, why := r.restarts(c, 0)
+	if restarts {
+		r.d = r.d.left(RestartPending, "%s would be restarted once ended, even after exit 0 (%s)", c.Name, why)
+	}
+	return restarts
+}
+
+// sidecar makes a running classic sidecar a target: through its quit endpoint, or by a signal
+// when it has none and the user named it. A sidecar whose endpoint may be off (Linkerd's
+// /shutdown, which the pod does not show) is quit, unless the user named it: the user knows.
+func (r *reading) sidecar(s *catalog.Sidecar) bool {
+	name := s.Container.Name
+	running, ended, doing := r.standing(s.Container)
+	switch {
+	case ended:
+		return true
+	case !running:
+		r.d = r.d.left(SidecarWaiting, "sidecar %s %s", name, doing)
+		return false
+	case r.comesBack(s.Container):
+		return false
+	}
+	named := slices.Contains(r.o.Signal, name)
+	switch {
+	case s.Profile.Quit != nil && (s.QuitOff == nil || !named):
+		r.d.Targets = append(r.d.Targets, Target{Container: name, Profile: s.Entry.Name, Spec: config.FormatSidecar(s.Entry.Name, s.Profile)})
+		if s.QuitOff != nil {
+			r.maybeOff = append(r.maybeOff, fmt.Sprintf("%s's %s may be off: if its quit fails, --signal %s sends it SIGTERM", name, s.QuitOff.What, name))
+		}
+	case named:
+		r.d.Targets = append(r.d.Targets, Target{Container: name, Profile: s.Entry.Name, Signal: true})
+	default:
+		why := "it has no quit endpoint"
+		if s.QuitOff != nil {
+			why = "its " + s.QuitOff.What + " is off"
+			r.fixes = append(r.fixes, "so that "+name+" can be told to quit in the pods created next: "+s.QuitOff.Fix)
+		}
+		r.noQuit = append(r.noQuit, fmt.Sprintf("%s (%s): %s; --signal %s sends it SIGTERM", name, s.Entry.Title, why, name))
+	}
+	return true
+}
+
+// standing says how a container that is no app stands: running, ended for good, or neither
+// (waiting, without a status, or ended and about to be restarted), and then what it does.
+func (r *reading) standing(c *manifest.Container) (running, ended bool, doing string) {
+	st := r.statuses[c.Name]
+	switch {
+	case st != nil && st.State.Running != nil:
+		return true, false, ""
+	case st != nil && st.State.Terminated != nil:
+		code := st.State.Terminated.ExitCode
+		if restarts, why := r.restarts(c, code); restarts {
+			return false, false, fmt.Sprintf("exited %d and the kubelet restarts it (%s)", code, why)
+		}
+		return false, true, ""
+	}
+	return false, false, stateText(st)
+}
+
+// restarts reports whether the kubelet restarts c in place after it exited with code, and why.
+// Rules that cannot be read count as a restart, which leaves the pod alone.
+func (r *reading) restarts(c *manifest.Container, code int32) (bool, string) {
+	spec, err := restart.Effective(c.RestartPolicy, r.view.RestartPolicy, c.RestartPolicyRules)
+	if err != nil {
+		return true, fmt.Sprintf("its restart rules cannot be read, so a restart is assumed: %v", err)
+	}
+	return spec.Restarts(int(code))
+}
+
+// decide decides a pod whose apps have all ended and whose targets can all be ended: Stuck,
+// unless nothing is left to end, an earlier rescue is at work or gave up, or the grace runs.
+func (r *reading) decide(sorted *catalog.Pod) Decision {
+	d := r.d
+	switch {
+	case len(r.noQuit) > 0:
+		d = d.left(NoQuit, "%s", strings.Join(r.noQuit, "; "))
+		d.Hint = strings.Join(append([]string{"--signal NAME (the container's own SIGTERM handling decides its exit code)"}, r.fixes...), "; ")
 		return d
-	}
-	if len(d.Targets) == 0 {
-		if natives > 0 {
-			return d.left(NativeOnly, "every app has ended and only native sidecars run: the kubelet stops them")
-		}
+	case len(d.Targets) == 0 && r.nativesRun(sorted):
+		return d.left(NativeOnly, "every app has ended and only native sidecars run: the kubelet stops them")
+	case len(d.Targets) == 0:
 		return d.left(NotRunning, "every container has ended")
-	}
-	if slices.ContainsFunc(d.Targets, func(t Target) bool { return t.Signal }) && shareProcessNamespace(pod) {
+	case slices.ContainsFunc(d.Targets, func(t Target) bool { return t.Signal }) && shareProcessNamespace(r.pod):
 		return d.left(SharedPID, "the pod shares one PID namespace (shareProcessNamespace), so a signal cannot reach one container's PID 1")
 	}
+	d.Targets = inPodOrder(r.view, d.Targets)
+	d.Hint = strings.Join(r.maybeOff, "; ")
 
-	// Earlier rescues.
-	attempts, running := earlier(pod)
+	attempts, running := earlier(r.pod)
 	switch {
 	case running != "":
 		d.Verdict, d.Reason = InFlight, "rescue container "+running+" has not ended yet"
@@ -322,13 +415,46 @@ func Decide(pod *corev1.Pod, o Options) Decision {
 		return d.left(Exhausted, "%d rescues did not end it: see the logs of its %s containers", attempts, ContainerPrefix+"N")
 	}
 	d.Reason = stuckReason(d.Apps, d.Targets)
-	if o.Grace > 0 && !lastEnd.IsZero() && o.Now.Sub(lastEnd) < o.Grace {
-		d.Verdict, d.Waited = Grace, o.Grace-o.Now.Sub(lastEnd)
+	if elapsed := r.o.Now.Sub(r.lastEnd); r.o.Grace > 0 && !r.lastEnd.IsZero() && elapsed < r.o.Grace {
+		// An end ahead of Now (the node's clock ahead of the rescuer's) waits Grace, no more.
+		d.Verdict, d.Waited = Grace, r.o.Grace-max(elapsed, 0)
 		return d
 	}
 	d.Verdict, d.Attempt = Stuck, attempts+1
-	d.Add = containers(pod, d.Targets, d.Attempt, o.Image)
+	d.Add = containers(r.pod, d.Targets, d.Attempt, r.o.Image)
 	return d
+}
+
+// nativesRun reports whether a native sidecar of the pod has not ended.
+func (r *reading) nativesRun(sorted *catalog.Pod) bool {
+	inits := statusesOf(r.pod.Status.InitContainerStatuses)
+	for _, s := range sorted.Sidecars {
+		if s.Container != nil && s.Native {
+			if st := inits[s.Container.Name]; st == nil || st.State.Terminated == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inPodOrder sorts targets as the pod's spec lists their containers.
+func inPodOrder(v *manifest.PodView, targets []Target) []Target {
+	index := map[string]int{}
+	for i, c := range v.Containers {
+		index[c.Name] = i
+	}
+	slices.SortStableFunc(targets, func(a, b Target) int { return cmp.Compare(index[a.Container], index[b.Container]) })
+	return targets
+}
+
+// statusesOf indexes containers' statuses by name.
+func statusesOf(sts []corev1.ContainerStatus) map[string]*corev1.ContainerStatus {
+	m := make(map[string]*corev1.ContainerStatus, len(sts))
+	for i := range sts {
+		m[sts[i].Name] = &sts[i]
+	}
+	return m
 }
 
 // stuckReason says why a pod is stuck: "app main exited 0 1m ago; istio-proxy still runs".
@@ -348,121 +474,23 @@ func stuckReason(apps []App, targets []Target) string {
 	return "app " + strings.Join(ended, ", ") + "; " + strings.Join(runs, ", ") + " still " + verb
 }
 
-// containers are the ephemeral containers of attempt n: one quit container for every target
-// with a quit endpoint, and one signal container per signalled target.
-func containers(pod *corev1.Pod, targets []Target, n int, image string) []corev1.EphemeralContainer {
-	var out []corev1.EphemeralContainer
-	var specs []string
-	var env []corev1.EnvVar
-	for _, t := range targets {
-		if t.Signal {
-			continue
-		}
-		specs = append(specs, "--"+contract.FlagSidecar, t.Spec)
-		env = append(env, credential(pod, t)...)
+// stalledReasons are the reasons of a waiting container that the kubelet will not start without
+// a change to the pod (its image cannot be pulled, its variables cannot be resolved): an
+// ephemeral container, which cannot be changed, never starts then.
+var stalledReasons = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+
+// stalled is the reason a rescue container will never start, or "".
+func stalled(st corev1.ContainerStatus) string {
+	if w := st.State.Waiting; w != nil && slices.Contains(stalledReasons, w.Reason) {
+		return w.Reason
 	}
-	name := ContainerPrefix + strconv.Itoa(n)
-	if len(specs) > 0 {
-		out = append(out, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-			Name:            name,
-			Image:           image,
-			Command:         append(QuitCommand(), specs...),
-			Env:             env,
-			SecurityContext: restricted(nil),
-		}})
-	}
-	for _, t := range targets {
-		if !t.Signal {
-			continue
-		}
-		out = append(out, corev1.EphemeralContainer{
-			EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-				Name:            signalName(name, t.Container),
-				Image:           image,
-				Command:         append(SignalCommand(), "TERM"),
-				SecurityContext: restricted(userOf(pod, t.Container)),
-			},
-			TargetContainerName: t.Container,
-		})
-	}
-	return out
+	return ""
 }
 
-// signalName is the name of the container that signals target in attempt base: a DNS label of
-// at most 63 characters, unique in the pod.
-func signalName(base, target string) string {
-	n := base + "-signal-" + target
-	if len(n) > 63 {
-		n = strings.TrimRight(n[:63], "-")
-	}
-	return n
-}
-
-// credential is the variable a sidecar's quit call needs (Dapr's API token), copied from the
-// sidecar's own container, whose injector set it (from a Secret, usually).
-func credential(pod *corev1.Pod, t Target) []corev1.EnvVar {
-	e, ok := catalog.Lookup(t.Profile)
-	if !ok || e.Credential == nil {
-		return nil
-	}
-	for _, c := range pod.Spec.Containers {
-		if c.Name != t.Container {
-			continue
-		}
-		for _, v := range c.Env {
-			if v.Name == e.Credential.Env {
-				return []corev1.EnvVar{v}
-			}
-		}
-	}
-	return nil
-}
-
-// user is a numeric user and group for a signal container.
-type user struct {
-	uid, gid *int64
-}
-
-// userOf is the user that target runs as, as its spec says (its own securityContext, else the
-// pod's): a signal needs the same user, as the container drops every capability.
-func userOf(pod *corev1.Pod, target string) *user {
-	u := &user{}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		u.uid, u.gid = psc.RunAsUser, psc.RunAsGroup
-	}
-	for _, c := range pod.Spec.Containers {
-		if c.Name == target && c.SecurityContext != nil {
-			u.uid = cmp.Or(c.SecurityContext.RunAsUser, u.uid)
-			u.gid = cmp.Or(c.SecurityContext.RunAsGroup, u.gid)
-		}
-	}
-	return u
-}
-
-// restricted is the securityContext of a rescue container: it passes Pod Security
-// "restricted" and needs nothing, as the install container of inject. u, for a signal
-// container, is the user of the container it signals: a user of 0 (root) cannot pass
-// "restricted", and the API server's Pod Security admission then refuses the container, which
-// rescue reports.
-func restricted(u *user) *corev1.SecurityContext {
-	no, yes := false, true
-	sc := &corev1.SecurityContext{
-		RunAsNonRoot:             &yes,
-		AllowPrivilegeEscalation: &no,
-		ReadOnlyRootFilesystem:   &yes,
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-	if u != nil {
-		sc.RunAsUser, sc.RunAsGroup = u.uid, u.gid
-		if u.uid != nil && *u.uid == 0 {
-			sc.RunAsNonRoot = nil
-		}
-	}
-	return sc
-}
-
-// earlier counts the rescue attempts the pod holds and names one whose container has not ended.
+// earlier counts the rescue attempts the pod holds and names one whose container has not ended
+// and may yet start: one that never can (its image cannot be pulled) counts as an attempt that
+// ended, so that the next rescue tries again, up to MaxAttempts.
 func earlier(pod *corev1.Pod) (attempts int, running string) {
 	status := map[string]*corev1.ContainerStatus{}
 	for i := range pod.Status.EphemeralContainerStatuses {
@@ -474,7 +502,7 @@ func earlier(pod *corev1.Pod) (attempts int, running string) {
 			continue
 		}
 		attempts = max(attempts, n)
-		if st := status[c.Name]; st == nil || st.State.Terminated == nil {
+		if st := status[c.Name]; st == nil || (st.State.Terminated == nil && stalled(*st) == "") {
 			running = c.Name
 		}
 	}
