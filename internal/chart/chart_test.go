@@ -466,33 +466,36 @@ func TestRenderRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := renderDir(dir, nil, testNamespace, "v1.32.9"); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
+		if _, err := renderDir(dir, ReleaseName, nil, testNamespace, "v1.32.9"); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
 			t.Errorf("rendered for Kubernetes 1.32: %v", err)
 		}
-		if _, err := renderDir(dir, nil, testNamespace, "v1.33.0"); err != nil {
+		if _, err := renderDir(dir, ReleaseName, nil, testNamespace, "v1.33.0"); err != nil {
 			t.Errorf("Kubernetes 1.33: %v", err)
 		}
 	})
 }
 
-// TestGeneratedUpToDate: the committed generated templates are what the generator writes now.
+// TestGeneratedUpToDate: the committed generated templates of every chart are what the
+// generator writes now.
 func TestGeneratedUpToDate(t *testing.T) {
-	dir, err := Dir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range sortedKeys(files) {
-		have, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+	for _, ch := range Charts() {
+		dir, err := ch.Dir()
 		if err != nil {
-			t.Errorf("%v: run go generate ./internal/chart", err)
-			continue
+			t.Fatal(err)
 		}
-		if !bytes.Equal(have, files[name]) {
-			t.Errorf("%s is stale: run go generate ./internal/chart\n%s", name, cmp.Diff(string(files[name]), string(have)))
+		files, err := ch.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range sortedKeys(files) {
+			have, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+			if err != nil {
+				t.Errorf("%v: run go generate ./internal/chart", err)
+				continue
+			}
+			if !bytes.Equal(have, files[name]) {
+				t.Errorf("%s/%s is stale: run go generate ./internal/chart\n%s", string(ch), name, cmp.Diff(string(files[name]), string(have)))
+			}
 		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The generated files, relative to the chart's directory.
+// The injector chart's generated files, relative to its directory.
 const (
 	WebhooksTemplate  = "templates/webhooks.yaml"
 	BackstopTemplate  = "templates/backstop.yaml"
@@ -72,7 +72,36 @@ func Options(namespace, service string, caBundle []byte, timeout int32) admissio
 }
 
 // Generate returns the generated files of the chart, by path relative to its directory.
-func Generate() (map[string][]byte, error) {
+func (ch Chart) Generate() (map[string][]byte, error) {
+	switch ch {
+	case Injector:
+		return injectorFiles()
+	case Rescuer:
+		return rescuerFiles()
+	}
+	return nil, fmt.Errorf("no chart %q", string(ch))
+}
+
+// WriteGenerated writes Generate's files into the chart's directory.
+func (ch Chart) WriteGenerated() error {
+	dir, err := ch.Dir()
+	if err != nil {
+		return err
+	}
+	files, err := ch.Generate()
+	if err != nil {
+		return err
+	}
+	for _, name := range sortedKeys(files) {
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), files[name], 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// injectorFiles are the injector chart's generated files.
+func injectorFiles() (map[string][]byte, error) {
 	hooks, err := webhooksTemplate()
 	if err != nil {
 		return nil, err
@@ -86,20 +115,6 @@ func Generate() (map[string][]byte, error) {
 		BackstopTemplate:  backstop,
 		AdmissionTemplate: admissionTemplate(),
 	}, nil
-}
-
-// WriteGenerated writes Generate's files into the chart's directory dir.
-func WriteGenerated(dir string) error {
-	files, err := Generate()
-	if err != nil {
-		return err
-	}
-	for _, name := range sortedKeys(files) {
-		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(name)), files[name], 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

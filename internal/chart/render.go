@@ -1,10 +1,11 @@
-// Package chart is the Go side of the Helm chart deploy/chart/sidesync-injector: it generates the
-// chart's templates that internal/admission owns (the webhook configurations, the names the other
-// templates use), and renders the chart as `helm template` does, with Helm's own library, for the
-// tests here and for the injector's.
+// Package chart is the Go side of the Helm charts under deploy/chart: sidesync-injector, whose
+// templates that internal/admission owns (the webhook configurations, the names the other
+// templates use) it generates, and sidesync-rescuer, whose ValidatingAdmissionPolicy and names
+// it generates from internal/rescue. It renders either chart as `helm template` does, with
+// Helm's own library, for the tests here and for the programs'.
 //
-// Run `go generate ./internal/chart` after changing internal/admission; TestGeneratedUpToDate
-// fails until the committed templates are what the generator writes.
+// Run `go generate ./internal/chart` after changing internal/admission or internal/rescue;
+// TestGeneratedUpToDate fails until the committed templates are what the generator writes.
 package chart
 
 //go:generate go run ./gen
@@ -29,23 +30,47 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// A Chart is one of the module's Helm charts: its directory under deploy/chart, its name, and
+// the name of the release Render renders, the one the install guide uses, so that the objects'
+// names are those of a real install (a chart's fullname is the release name when it contains
+// the chart's name).
+type Chart string
+
+// The charts.
 const (
-	// ReleaseName is the release Render renders: the one the install guide uses, so that the
-	// objects' names are those of a real install (the chart's fullname is the release name
-	// when it contains the chart's name).
-	ReleaseName = "sidesync-injector"
+	Injector Chart = "sidesync-injector"
+	Rescuer  Chart = "sidesync-rescuer"
+)
+
+// Charts are the module's charts.
+func Charts() []Chart { return []Chart{Injector, Rescuer} }
+
+const (
+	// ReleaseName is the injector's release, which Render renders.
+	ReleaseName = string(Injector)
 	// KubeVersion is the Kubernetes version Render tells the chart it runs on (its
 	// .Capabilities.KubeVersion); the chart's kubeVersion constraint is checked against it, as
 	// `helm template` does.
 	KubeVersion = "v1.35.0"
 )
 
-// chartRel is the chart's directory relative to the module's root.
-var chartRel = filepath.Join("deploy", "chart", "sidesync-injector")
+// Dir is the injector chart's directory in this checkout.
+func Dir() (string, error) { return Injector.Dir() }
+
+// Render is Injector.Render.
+func Render(values map[string]any, namespace string) ([]map[string]any, error) {
+	return Injector.Render(values, namespace)
+}
+
+// RenderFiles is Injector.RenderFiles.
+func RenderFiles(values map[string]any, namespace string) (map[string]string, error) {
+	return Injector.RenderFiles(values, namespace)
+}
 
 // Dir is the chart's directory in this checkout: found from this source file's place, else by
 // walking up from the working directory to the module's go.mod.
-func Dir() (string, error) {
+func (ch Chart) Dir() (string, error) {
+	chartRel := filepath.Join("deploy", "chart", string(ch))
 	if _, file, _, ok := runtime.Caller(0); ok {
 		dir := filepath.Join(filepath.Dir(file), "..", "..", chartRel)
 		if fi, err := os.Stat(filepath.Join(dir, "Chart.yaml")); err == nil && !fi.IsDir() {
@@ -70,13 +95,13 @@ func Dir() (string, error) {
 	}
 }
 
-// Render renders the chart as `helm template sidesync-injector deploy/chart/sidesync-injector
-// -n namespace` with values (merged over the chart's values.yaml and checked against its
+// Render renders the chart as `helm template NAME deploy/chart/NAME -n namespace` (NAME the
+// chart's) with values (merged over the chart's values.yaml and checked against its
 // values.schema.json) and returns every object it makes, decoded, in a stable order (by
 // template file, then by place in the file). Empty documents are dropped. NOTES.txt is not an
 // object and is not returned.
-func Render(values map[string]any, namespace string) ([]map[string]any, error) {
-	files, err := RenderFiles(values, namespace)
+func (ch Chart) Render(values map[string]any, namespace string) ([]map[string]any, error) {
+	files, err := ch.RenderFiles(values, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -99,15 +124,15 @@ func Render(values map[string]any, namespace string) ([]map[string]any, error) {
 // RenderFiles renders the chart as Render does and returns each manifest template's output by
 // its file name (sidesync-injector/templates/deployment.yaml), without NOTES.txt, partials or
 // files that render to nothing.
-func RenderFiles(values map[string]any, namespace string) (map[string]string, error) {
-	dir, err := Dir()
+func (ch Chart) RenderFiles(values map[string]any, namespace string) (map[string]string, error) {
+	dir, err := ch.Dir()
 	if err != nil {
 		return nil, err
 	}
-	return renderDir(dir, values, namespace, KubeVersion)
+	return renderDir(dir, string(ch), values, namespace, KubeVersion)
 }
 
-func renderDir(dir string, values map[string]any, namespace, kubeVersion string) (map[string]string, error) {
+func renderDir(dir, release string, values map[string]any, namespace, kubeVersion string) (map[string]string, error) {
 	if namespace == "" {
 		return nil, errors.New("the release needs a namespace")
 	}
@@ -133,7 +158,7 @@ func renderDir(dir string, values map[string]any, namespace, kubeVersion string)
 		return nil, err
 	}
 	top, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{
-		Name: ReleaseName, Namespace: namespace, Revision: 1, IsInstall: true,
+		Name: release, Namespace: namespace, Revision: 1, IsInstall: true,
 	}, caps)
 	if err != nil {
 		return nil, err

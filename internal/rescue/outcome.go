@@ -31,8 +31,10 @@ type Result struct {
 	// Rescuers are the rescue containers' states, by name: "exited 0", "running", "waiting
 	// (ImagePullBackOff)".
 	Rescuers map[string]string
-	// Failed, when not empty, says why the rescue cannot end the pod any more: every rescue
-	// container ended and a target still runs. A decision that added nothing never failed.
+	// Failed, when not empty, says why the rescue cannot end the pod any more: a rescue
+	// container never starts (its image cannot be pulled), or every one ended, one of them
+	// failed (a quit refused), and a target still runs. A decision that added nothing never
+	// failed.
 	Failed string
 }
 
@@ -53,13 +55,14 @@ func Outcome(pod *corev1.Pod, d Decision) Result {
 			}
 		}
 	}
-	ended := len(d.Add) > 0
+	ended, failed := len(d.Add) > 0, false
 	var never []string
 	for _, c := range d.Add {
 		state, done := "has no status yet", false
 		for _, st := range pod.Status.EphemeralContainerStatuses {
 			if st.Name == c.Name {
 				state, done = containerState(st), st.State.Terminated != nil
+				failed = failed || done && st.State.Terminated.ExitCode != 0
 				if why := stalled(st); why != "" {
 					never = append(never, c.Name+" never starts ("+why+")")
 					done = true
@@ -73,7 +76,10 @@ func Outcome(pod *corev1.Pod, d Decision) Result {
 		r.Failed = strings.Join(never, "; ")
 		return r
 	}
-	if ended && len(running) > 0 && !r.Done {
+	// Rescue containers that all exited 0 had every quit taken: a target that still runs is
+	// ending (draining, or its exit not yet in the status, which the kubelet reports a moment
+	// later), not a failure.
+	if ended && failed && len(running) > 0 && !r.Done {
 		var names []string
 		for _, t := range d.Targets {
 			if running[t.Container] {

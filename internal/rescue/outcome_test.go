@@ -99,6 +99,13 @@ func TestOutcome(t *testing.T) {
 		}, want: rescue.Result{Phase: corev1.PodRunning, Sidecars: map[string]int32{},
 			Rescuers: map[string]string{quit: "exited 137 (signal 9)", signal: "exited 0"},
 			Failed:   "the rescue containers ended and istio-proxy, fluent-bit still run"}},
+		// The quit was taken: the sidecar is ending, or its exit is not in the status yet.
+		{name: "not failed: the rescuers exited 0, a target still runs", change: func(p *corev1.Pod) {
+			set(p, quit, exited(0))
+			set(p, signal, exited(0))
+			set(p, "fluent-bit", exited(0))
+		}, want: rescue.Result{Phase: corev1.PodRunning, Sidecars: map[string]int32{"fluent-bit": 0},
+			Rescuers: map[string]string{quit: "exited 0", signal: "exited 0"}}},
 		{name: "not failed while a rescuer runs", change: func(p *corev1.Pod) {
 			set(p, quit, exited(0))
 			set(p, signal, running())

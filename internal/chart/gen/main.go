@@ -1,6 +1,7 @@
-// Command gen writes the chart's templates generated from internal/admission
-// (deploy/chart/sidesync-injector/templates/webhooks.yaml and _admission.tpl). It is run by
-// `go generate ./internal/chart`.
+// Command gen writes the charts' templates generated from internal/admission
+// (deploy/chart/sidesync-injector/templates/webhooks.yaml, backstop.yaml and _admission.tpl) and
+// from internal/rescue (deploy/chart/sidesync-rescuer/templates/policy.yaml and _rescue.tpl). It
+// is run by `go generate ./internal/chart`.
 package main
 
 import (
@@ -11,12 +12,10 @@ import (
 )
 
 func main() {
-	dir, err := chart.Dir()
-	if err == nil {
-		err = chart.WriteGenerated(dir)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gen:", err)
-		os.Exit(1)
+	for _, ch := range chart.Charts() {
+		if err := ch.WriteGenerated(); err != nil {
+			fmt.Fprintf(os.Stderr, "gen: %s: %v\n", string(ch), err)
+			os.Exit(1)
+		}
 	}
 }
