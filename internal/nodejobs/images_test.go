@@ -32,8 +32,9 @@ var exampleSidecar = map[string]string{
 	"cloudsql-native": "cloudsql", "argo": "istio", "tekton": "linkerd", "airflow": "vault",
 }
 
-// emulated are the sidecars the mesh stand-in injects, each as sidesync-emulator's profile of it.
-var emulated = []string{"osm", "istio", "linkerd", "dapr", "vault", "consul"}
+// emulated are the sidecars the mesh stand-in injects, each as sidesync-emulator's profile of it
+// (App Mesh's, which no annotation asks for, is written into the manifest by the rescue tests).
+var emulated = []string{"osm", "istio", "linkerd", "dapr", "vault", "consul", "kuma", "appmesh"}
 
 // sidecarImage is the image of the emulated sidecar called name.
 func sidecarImage(name string) string { return "sidesync.invalid/sidecar-" + name + ":1" }

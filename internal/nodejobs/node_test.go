@@ -195,14 +195,19 @@ type pod struct {
 		Finalizers        []string
 	}
 	Spec struct {
-		InitContainers []struct{ Name string }
-		Containers     []struct{ Name string }
+		InitContainers      []struct{ Name string }
+		Containers          []struct{ Name string }
+		EphemeralContainers []struct {
+			Name, Image, TargetContainerName string
+			Command                          []string
+		}
 	}
 	Status struct {
-		Phase                 string
-		Conditions            []struct{ Type, Status, Reason string }
-		ContainerStatuses     []containerStatus
-		InitContainerStatuses []containerStatus
+		Phase                      string
+		Conditions                 []struct{ Type, Status, Reason string }
+		ContainerStatuses          []containerStatus
+		InitContainerStatuses      []containerStatus
+		EphemeralContainerStatuses []containerStatus
 	}
 }
 
@@ -226,9 +231,9 @@ type containerState struct {
 	}
 }
 
-// status returns the named container's status, from the regular or the init containers.
+// status returns the named container's status, from the regular, init or ephemeral containers.
 func (p *pod) status(name string) *containerStatus {
-	for _, list := range [][]containerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses} {
+	for _, list := range [][]containerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses} {
 		for i := range list {
 			if list[i].Name == name {
 				return &list[i]

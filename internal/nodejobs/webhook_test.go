@@ -90,7 +90,7 @@ func installChart(t testing.TB, n *kubetest.Node) error {
 	}
 	for _, o := range objs {
 		onlyModeIn(o, "webhook")
-		n.Create(t, apiPath(o), o)
+		n.Create(t, apiPath(o, injectorNamespace), o)
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
@@ -111,8 +111,8 @@ func installChart(t testing.TB, n *kubetest.Node) error {
 // injectorImage is the injector's image as the chart names it by default (its appVersion).
 var injectorImage = "ghcr.io/sidesync/sidesync-injector:" + exampleVersion
 
-// apiPath is where an object of the chart is created.
-func apiPath(o map[string]any) string {
+// apiPath is where an object of a chart released in namespace is created.
+func apiPath(o map[string]any, namespace string) string {
 	kind, _ := o["kind"].(string)
 	group, version, found := strings.Cut(o["apiVersion"].(string), "/")
 	base := "/apis/" + group + "/" + version
@@ -128,7 +128,7 @@ func apiPath(o map[string]any) string {
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
 		return base + "/" + resource
 	}
-	return base + "/namespaces/" + injectorNamespace + "/" + resource
+	return base + "/namespaces/" + namespace + "/" + resource
 }
 
 // onlyModeIn adds admissionLabel=mode to the namespace selectors of a webhook configuration or

@@ -15,8 +15,11 @@
 //	               line: a container restarted in place knows which run it is
 //	APP_IGNORE_TERM
 //	               "1": ignore SIGTERM (a program that must be killed at the grace period)
+//	APP_TERM_EXIT  the exit code on SIGTERM (default 143): 0 for a log shipper that ends
+//	               cleanly when told to
 //
-// On SIGTERM it prints "app: SIGTERM" and exits 143, as a program that does not catch it would.
+// On SIGTERM it prints "app: SIGTERM" and exits 143 (APP_TERM_EXIT), as a program that does not
+// catch it would.
 // As argoexec init and Tekton's entrypoint init it copies itself to the path given, as they do;
 // as a shell running Airflow's XCom loop it waits for SIGINT and exits 0.
 //
@@ -77,7 +80,11 @@ func main() {
 			return
 		}
 		fmt.Println("app: SIGTERM")
-		os.Exit(143)
+		code := 143
+		if s := os.Getenv("APP_TERM_EXIT"); s != "" {
+			code, _ = strconv.Atoi(s)
+		}
+		os.Exit(code)
 	}()
 	if u := os.Getenv("APP_CHECK_URL"); u != "" {
 		check(u)
