@@ -313,13 +313,11 @@ func parsePlatform(s string) (v1.Platform, error) {
 // checkInjectFlags checks what the flag package cannot: the image, the platforms, the options.
 func checkInjectFlags(cfg *injectConfig, build buildinfo.Info, platforms []string) []error {
 	var errs []error
-	if cfg.opts.Image == "" {
-		image, released := build.Image()
-		if !released {
-			return append(errs, fmt.Errorf("--image is required: this kubectl-sidesync is a development build (version %s), for which no image is published", cfg.opts.Version))
-		}
-		cfg.opts.Image = image
+	image, err := build.ImageFlag(cfg.opts.Image)
+	if err != nil {
+		return append(errs, err)
 	}
+	cfg.opts.Image = image
 	if _, err := name.ParseReference(cfg.opts.Image); err != nil {
 		errs = append(errs, fmt.Errorf("--image %q: %w", cfg.opts.Image, err))
 	}

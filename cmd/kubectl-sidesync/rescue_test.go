@@ -683,7 +683,7 @@ func TestRescueUsage(t *testing.T) {
 	t.Run("development build without --image", func(t *testing.T) {
 		var out, errOut bytes.Buffer
 		code := run([]string{"rescue", "--kubeconfig", kubeconfig, "--dry-run"}, devBuild, nil, &out, &errOut)
-		if want := "--image is required: this kubectl-sidesync is a development build"; code != 2 || !strings.Contains(errOut.String(), want) {
+		if want := "--image is required: this is a development build"; code != 2 || !strings.Contains(errOut.String(), want) {
 			t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut.String(), want)
 		}
 	})

@@ -108,11 +108,9 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 	if !c.resolve && (*platforms != "" || *allow != "") {
 		errs = append(errs, errors.New("--platforms and --registry-allow need --resolve"))
 	}
-	if c.inject.Image == "" {
-		image, released := build.Image()
-		if !released {
-			errs = append(errs, fmt.Errorf("--image is required: this is a development build (version %s), for which no image is published", build.Version))
-		}
+	if image, err := build.ImageFlag(c.inject.Image); err != nil {
+		errs = append(errs, err)
+	} else {
 		c.inject.Image = image
 	}
 	if err := c.inject.Validate(); err != nil {

@@ -82,13 +82,9 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var errs []error
-	if c.image == "" {
-		image, released := build.Image()
-		if !released {
-			errs = append(errs, fmt.Errorf("--image is required: this is a development build (version %s), for which no image is published", build.Version))
-		}
-		c.image = image
-	} else if strings.ContainsAny(c.image, " \t\r\n\"'\\") {
+	if image, err := build.ImageFlag(c.image); err != nil {
+		errs = append(errs, err)
+	} else if c.image = image; strings.ContainsAny(c.image, " \t\r\n\"'\\") {
 		errs = append(errs, fmt.Errorf("--image %q: not an image reference", c.image))
 	}
 	if c.grace < 0 {

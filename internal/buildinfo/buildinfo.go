@@ -69,6 +69,18 @@ func (i Info) Line(program string) string {
 	return fmt.Sprintf("%s %s (commit %s, %s %s/%s)", program, i.Version, i.Commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
+// ImageFlag is the sidesync image a program's --image flag names: flag when set, else this
+// release's image; a development build has none, and then the flag is required.
+func (i Info) ImageFlag(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if image, released := i.Image(); released {
+		return image, nil
+	}
+	return "", fmt.Errorf("--image is required: this is a development build (version %s), for which no image is published", i.Version)
+}
+
 // Image is the sidesync image of this release (ImageRepository:VERSION), and whether there is
 // one: a development build, a pseudo-version or a dirty tree has no published image.
 func (i Info) Image() (string, bool) {

@@ -455,17 +455,8 @@ func installRescuer(t testing.TB, n *kubetest.Node) error {
 	for _, o := range objs {
 		n.Create(t, apiPath(o, rescuerNamespace), o)
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		var d struct{ Status struct{ ReadyReplicas int } }
-		n.Do(t, http.MethodGet, "/apis/apps/v1/namespaces/"+rescuerNamespace+"/deployments/sidesync-rescuer", nil, &d)
-		if d.Status.ReadyReplicas == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the rescuer's Deployment has no ready pod after 5 minutes")
-		}
-		time.Sleep(time.Second) // polling the Deployment, bounded by deadline
+	if err := deploymentReady(t, n, rescuerNamespace, "sidesync-rescuer", 1); err != nil {
+		return err
 	}
 	t.Logf("the rescuer's chart installed, its pod ready, %s after the build began", time.Since(begin).Round(100*time.Millisecond))
 	return nil

@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,20 +93,27 @@ func installChart(t testing.TB, n *kubetest.Node) error {
 		onlyModeIn(o, "webhook")
 		n.Create(t, apiPath(o, injectorNamespace), o)
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		var d struct{ Status struct{ ReadyReplicas int } }
-		n.Do(t, "GET", "/apis/apps/v1/namespaces/"+injectorNamespace+"/deployments/sidesync-injector", nil, &d)
-		if d.Status.ReadyReplicas == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the injector's Deployment has %d ready pods of 2 after 5 minutes", d.Status.ReadyReplicas)
-		}
-		time.Sleep(time.Second) // polling the Deployment, bounded by deadline
+	if err := deploymentReady(t, n, injectorNamespace, "sidesync-injector", 2); err != nil {
+		return err
 	}
 	t.Logf("the chart installed, both injector pods ready, %s after the build began", time.Since(begin).Round(100*time.Millisecond))
 	return nil
+}
+
+// deploymentReady waits, up to 5 minutes, until a chart's Deployment has want ready pods.
+func deploymentReady(t testing.TB, n *kubetest.Node, ns, name string, want int) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var d struct{ Status struct{ ReadyReplicas int } }
+		n.Do(t, http.MethodGet, "/apis/apps/v1/namespaces/"+ns+"/deployments/"+name, nil, &d)
+		if d.Status.ReadyReplicas == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the Deployment %s has %d ready pods of %d after 5 minutes", name, d.Status.ReadyReplicas, want)
+		}
+		time.Sleep(time.Second) // polling the Deployment, bounded by deadline
+	}
 }
 
 // injectorImage is the injector's image as the chart names it by default (its appVersion).
