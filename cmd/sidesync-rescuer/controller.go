@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -139,12 +138,6 @@ func (r *rescuer) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	case rescue.Grace:
 		return reconcile.Result{RequeueAfter: d.Waited}, nil
 	case rescue.Stuck:
-		if wait := r.grace - r.now().Sub(lastRescueEnd(&pod)); wait > 0 {
-			// An earlier rescue container ended moments ago: it told the sidecars to quit, and
-			// the kubelet may not have reported their end yet. Another attempt now would spend
-			// one of the pod's few for nothing.
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
 		return reconcile.Result{}, r.rescue(ctx, &pod, d, mem)
 	case rescue.Left:
 		return r.refused(ctx, &pod, d, mem), nil
@@ -203,17 +196,6 @@ func (r *rescuer) rescue(ctx context.Context, pod *corev1.Pod, d rescue.Decision
 	r.events.Eventf(pod, job, corev1.EventTypeNormal, reasonRescued, actionRescue, "%s", note(msg))
 	logger.Info("rescued", "attempt", d.Attempt, "plan", d.Plan(), "reason", d.Reason)
 	return nil
-}
-
-// lastRescueEnd is when the pod's last rescue container ended, zero if none has.
-func lastRescueEnd(pod *corev1.Pod) time.Time {
-	var last time.Time
-	for _, st := range pod.Status.EphemeralContainerStatuses {
-		if t := st.State.Terminated; t != nil && strings.HasPrefix(st.Name, rescue.ContainerPrefix) && t.FinishedAt.After(last) {
-			last = t.FinishedAt.Time
-		}
-	}
-	return last
 }
 
 // memory is the pod's memory, new for a pod not seen before or seen under another UID.

@@ -415,7 +415,11 @@ func (r *reading) decide(sorted *catalog.Pod) Decision {
 		return d.left(Exhausted, "%d rescues did not end it: see the logs of its %s containers", attempts, ContainerPrefix+"N")
 	}
 	d.Reason = stuckReason(d.Apps, d.Targets)
-	if elapsed := r.o.Now.Sub(r.lastEnd); r.o.Grace > 0 && !r.lastEnd.IsZero() && elapsed < r.o.Grace {
+	// The grace runs from the last app's end, and again from an earlier rescue's end: its
+	// sidecars were told to quit, and the kubelet may not have reported their end yet; another
+	// attempt at once would spend one of the pod's few for nothing.
+	since := later(r.lastEnd, lastRescueEnd(r.pod))
+	if elapsed := r.o.Now.Sub(since); r.o.Grace > 0 && !since.IsZero() && elapsed < r.o.Grace {
 		// An end ahead of Now (the node's clock ahead of the rescuer's) waits Grace, no more.
 		d.Verdict, d.Waited = Grace, r.o.Grace-max(elapsed, 0)
 		return d
@@ -472,6 +476,17 @@ func stuckReason(apps []App, targets []Target) string {
 		verb = "run"
 	}
 	return "app " + strings.Join(ended, ", ") + "; " + strings.Join(runs, ", ") + " still " + verb
+}
+
+// lastRescueEnd is when the pod's last rescue container ended, or zero.
+func lastRescueEnd(pod *corev1.Pod) time.Time {
+	var last time.Time
+	for _, st := range pod.Status.EphemeralContainerStatuses {
+		if t := st.State.Terminated; t != nil && strings.HasPrefix(st.Name, ContainerPrefix) {
+			last = later(last, t.FinishedAt.Time)
+		}
+	}
+	return last
 }
 
 // stalledReasons are the reasons of a waiting container that the kubelet will not start without

@@ -623,6 +623,10 @@ func ruleCases() []decideCase {
 		// The node's clock is ahead of the rescuer's: the app ended "after" now. The wait is
 		// never longer than Grace.
 		graceCase("Grace: the app's end is ahead of the clock", now.Add(time.Hour), 5*time.Minute),
+		// An earlier rescue that ended a minute ago: its sidecars may be ending; the grace
+		// runs again from its end before attempt 2.
+		graceCase("Grace: from an earlier rescue's end", now.Add(-time.Hour), 4*time.Minute,
+			rescuer("sidesync-rescue-1", ptr(exitedAt(0, now.Add(-time.Minute))))),
 	}
 }
 
