@@ -34,32 +34,6 @@ const (
 // under heavy load; a test never asserts how long anything took.
 const waitLimit = 3 * time.Minute
 
-// resourcePath is where the API server takes objects of kind.
-func resourcePath(kind, namespace string) string {
-	ns := "/namespaces/" + namespace
-	switch kind {
-	case "ServiceAccount":
-		return "/api/v1" + ns + "/serviceaccounts"
-	case "Service":
-		return "/api/v1" + ns + "/services"
-	case "Deployment":
-		return "/apis/apps/v1" + ns + "/deployments"
-	case "ClusterRole":
-		return "/apis/rbac.authorization.k8s.io/v1/clusterroles"
-	case "ClusterRoleBinding":
-		return "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
-	case "Role":
-		return "/apis/rbac.authorization.k8s.io/v1" + ns + "/roles"
-	case "RoleBinding":
-		return "/apis/rbac.authorization.k8s.io/v1" + ns + "/rolebindings"
-	case "ValidatingAdmissionPolicy":
-		return "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
-	case "ValidatingAdmissionPolicyBinding":
-		return "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
-	}
-	return ""
-}
-
 // installed is the chart installed on a cluster: the rescuer's service account, its token and
 // a kubeconfig with it, and an admin client.
 type installed struct {
@@ -82,8 +56,8 @@ func install(t *testing.T, c *kubetest.Cluster) *installed {
 	c.CreateNamespace(t, releaseNS)
 	for _, o := range objs {
 		kind := o["kind"].(string)
-		path := resourcePath(kind, releaseNS)
-		if path == "" {
+		path, served := kubetest.CollectionPath(o, releaseNS)
+		if !served {
 			t.Fatalf("the chart makes a %s, which the test does not know where to send", kind)
 		}
 		if r := c.Send(t, "POST", path+"?fieldValidation=Strict", o); r.Code != 201 || len(r.Warnings) > 0 {

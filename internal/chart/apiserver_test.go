@@ -8,39 +8,6 @@ import (
 	"github.com/sidesync/sidesync/internal/kubetest"
 )
 
-// resourcePath is where the API server takes objects of kind (cert-manager's kinds are not
-// served: no CRDs here).
-func resourcePath(kind, namespace string) string {
-	ns := "/namespaces/" + namespace
-	switch kind {
-	case "ServiceAccount":
-		return "/api/v1" + ns + "/serviceaccounts"
-	case "Service":
-		return "/api/v1" + ns + "/services"
-	case "Deployment":
-		return "/apis/apps/v1" + ns + "/deployments"
-	case "PodDisruptionBudget":
-		return "/apis/policy/v1" + ns + "/poddisruptionbudgets"
-	case "ClusterRole":
-		return "/apis/rbac.authorization.k8s.io/v1/clusterroles"
-	case "ClusterRoleBinding":
-		return "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
-	case "Role":
-		return "/apis/rbac.authorization.k8s.io/v1" + ns + "/roles"
-	case "RoleBinding":
-		return "/apis/rbac.authorization.k8s.io/v1" + ns + "/rolebindings"
-	case "MutatingWebhookConfiguration":
-		return "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
-	case "ValidatingWebhookConfiguration":
-		return "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
-	case "ValidatingAdmissionPolicy":
-		return "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
-	case "ValidatingAdmissionPolicyBinding":
-		return "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
-	}
-	return ""
-}
-
 // TestAPIServerAccepts sends every object the chart makes, for each case's values, to a real
 // kube-apiserver (a dry run, with strict field validation: an unknown or misplaced field is an
 // error), and creates a pod from the Deployment's template in a namespace that enforces the
@@ -60,8 +27,8 @@ func TestAPIServerAccepts(t *testing.T) {
 			}
 			for _, o := range objs {
 				kind := o["kind"].(string)
-				path := resourcePath(kind, ns)
-				if path == "" {
+				path, served := kubetest.CollectionPath(o, ns)
+				if !served {
 					if !strings.HasPrefix(o["apiVersion"].(string), "cert-manager.io/") {
 						t.Errorf("no path for %s", kind)
 					}
@@ -110,8 +77,8 @@ func TestAPIServerAcceptsRescuer(t *testing.T) {
 			}
 			for _, o := range objs {
 				kind := o["kind"].(string)
-				path := resourcePath(kind, ns)
-				if path == "" {
+				path, served := kubetest.CollectionPath(o, ns)
+				if !served {
 					t.Errorf("no path for %s", kind)
 					continue
 				}

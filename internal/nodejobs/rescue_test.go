@@ -453,7 +453,7 @@ func installRescuer(t testing.TB, n *kubetest.Node) error {
 		return err
 	}
 	for _, o := range objs {
-		n.Create(t, apiPath(o, rescuerNamespace), o)
+		n.Create(t, collectionPath(t, o, rescuerNamespace), o)
 	}
 	if err := deploymentReady(t, n, rescuerNamespace, "sidesync-rescuer", 1); err != nil {
 		return err

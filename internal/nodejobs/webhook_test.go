@@ -91,7 +91,7 @@ func installChart(t testing.TB, n *kubetest.Node) error {
 	}
 	for _, o := range objs {
 		onlyModeIn(o, "webhook")
-		n.Create(t, apiPath(o, injectorNamespace), o)
+		n.Create(t, collectionPath(t, o, injectorNamespace), o)
 	}
 	if err := deploymentReady(t, n, injectorNamespace, "sidesync-injector", 2); err != nil {
 		return err
@@ -116,28 +116,18 @@ func deploymentReady(t testing.TB, n *kubetest.Node, ns, name string, want int) 
 	}
 }
 
+// collectionPath is where the API server takes a chart's object, released in namespace.
+func collectionPath(t testing.TB, o map[string]any, namespace string) string {
+	t.Helper()
+	path, served := kubetest.CollectionPath(o, namespace)
+	if !served {
+		t.Fatalf("the chart makes a %s %s, which the node does not serve", o["apiVersion"], o["kind"])
+	}
+	return path
+}
+
 // injectorImage is the injector's image as the chart names it by default (its appVersion).
 var injectorImage = "ghcr.io/sidesync/sidesync-injector:" + exampleVersion
-
-// apiPath is where an object of a chart released in namespace is created.
-func apiPath(o map[string]any, namespace string) string {
-	kind, _ := o["kind"].(string)
-	group, version, found := strings.Cut(o["apiVersion"].(string), "/")
-	base := "/apis/" + group + "/" + version
-	if !found {
-		base = "/api/" + group
-	}
-	resource := strings.ToLower(kind) + "s"
-	if strings.HasSuffix(kind, "Policy") {
-		resource = strings.ToLower(strings.TrimSuffix(kind, "Policy")) + "policies"
-	}
-	switch kind {
-	case "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding":
-		return base + "/" + resource
-	}
-	return base + "/namespaces/" + namespace + "/" + resource
-}
 
 // onlyModeIn adds admissionLabel=mode to the namespace selectors of a webhook configuration or
 // a policy binding.
