@@ -428,6 +428,13 @@ func checkStuck(t *testing.T, pod *corev1.Pod, o rescue.Options, d rescue.Decisi
 	checkAdd(t, pod, d, quits, signals)
 }
 
+// neverStarts reports whether a waiting container's reason says the kubelet cannot start it
+// without a change to the pod, which an ephemeral container never gets.
+func neverStarts(st *corev1.ContainerStatus) bool {
+	w := st.State.Waiting
+	return w != nil && (strings.Contains(w.Reason, "Image") || strings.HasSuffix(w.Reason, "Error"))
+}
+
 // checkAdd checks the containers of a Stuck decision: names, commands, security.
 func checkAdd(t *testing.T, pod *corev1.Pod, d rescue.Decision, quits, signals []string) {
 	t.Helper()
@@ -439,7 +446,8 @@ func checkAdd(t *testing.T, pod *corev1.Pod, d rescue.Decision, quits, signals [
 	}
 	for _, c := range pod.Spec.EphemeralContainers {
 		taken[c.Name] = true
-		if st := ephemeralStatus(pod, c.Name); attemptOf(c.Name) > 0 && (st == nil || st.State.Terminated == nil) {
+		// A rescue container that never starts (its image cannot be pulled) counts as ended.
+		if st := ephemeralStatus(pod, c.Name); attemptOf(c.Name) > 0 && (st == nil || st.State.Terminated == nil && !neverStarts(st)) {
 			t.Fatalf("Stuck while %s has not ended", c.Name)
 		}
 	}
