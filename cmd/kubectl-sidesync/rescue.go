@@ -9,10 +9,12 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,11 +26,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sidesync/sidesync/internal/buildinfo"
-	"github.com/sidesync/sidesync/internal/inject"
 	"github.com/sidesync/sidesync/internal/rescue"
 )
 
-const rescueUsage = `Usage: kubectl sidesync rescue [-n NS | -A] [POD...] [flags]
+var rescueUsage = `Usage: kubectl sidesync rescue [-n NS | -A] [POD...] [flags]
 
 Frees the pods of Jobs that never complete because a classic sidecar (Istio's or Linkerd's
 proxy, Vault Agent, Dapr, the Cloud SQL Auth Proxy, ...) runs on after the app has ended. To each
@@ -42,7 +43,7 @@ and only sidecars that can be ended still run. Without POD names every pod of th
 read (of every namespace with -A), only pods a Job owns are rescued, and the pods that are simply
 running or finished are counted on stderr; a named pod is rescued whoever owns it. A pod whose
 rescue container has not ended yet is left as it is (in-flight): rescue can be run again. An
-ephemeral container can be neither removed nor run again, so a pod gets at most 3 rescues.
+ephemeral container can be neither removed nor run again, so a pod gets at most ` + strconv.Itoa(rescue.MaxAttempts) + ` rescues.
 
   kubectl sidesync rescue -A --dry-run     which pods are stuck, and how each would be freed
   kubectl sidesync rescue -n batch report-28791120-x7kqp
@@ -216,13 +217,18 @@ func parseRescueFlags(args []string, build buildinfo.Info) (rescueConfig, error)
 	return cfg, errors.Join(errs...)
 }
 
-// rescueImage defaults and checks --image with inject's own rules (checkInjectFlags), so that
-// both commands take it alike: this release's image, else a development build needs one.
+// rescueImage defaults and checks --image as inject does: this release's image, else a
+// development build needs one, and it must read as an image reference.
 func rescueImage(image *string, build buildinfo.Info) []error {
-	cfg := injectConfig{opts: inject.Options{Image: *image, Version: build.Version}, timeout: time.Minute}
-	errs := checkInjectFlags(&cfg, build, nil)
-	*image = cfg.opts.Image
-	return errs
+	img, err := build.ImageFlag(*image)
+	if err != nil {
+		return []error{err}
+	}
+	*image = img
+	if _, err := name.ParseReference(img); err != nil {
+		return []error{fmt.Errorf("--image %q: %w", img, err)}
+	}
+	return nil
 }
 
 // rescueClient connects as kubectl does (--kubeconfig, else $KUBECONFIG, else ~/.kube/config;

@@ -257,7 +257,7 @@ func checkRescuerDeployment(dep *appsv1.Deployment, c rescuerCase) []string {
 // release: the same, but for the chart's labels.
 func checkRescuerPolicy(objs []map[string]any, c rescuerCase) []string {
 	var problems []string
-	policy, binding := rescue.Policy(RescuerPolicyOptions(testNamespace, c.serviceAccount, c.image))
+	policy, binding := rescue.Policy(rescue.PolicyOptions{Namespace: testNamespace, ServiceAccount: c.serviceAccount, Image: c.image})
 	for _, pair := range []struct {
 		kind      string
 		got, want interface {
@@ -390,16 +390,16 @@ func TestRescuerTemplateNames(t *testing.T) {
 // TestRescuerGeneratorRefuses: a policy with no place for a marker, or with a marker the
 // generator does not replace, makes no template.
 func TestRescuerGeneratorRefuses(t *testing.T) {
-	fixed, binding := rescue.Policy(RescuerPolicyOptions("ns", markServiceAccount, markImage))
+	fixed, binding := rescue.Policy(rescue.PolicyOptions{Namespace: "ns", ServiceAccount: markServiceAccount, Image: markImage})
 	if _, err := policyTemplateOf(fixed, binding); err == nil || !strings.Contains(err.Error(), markNamespace) {
 		t.Errorf("a policy without the namespace's marker: %v", err)
 	}
-	policy, binding := rescue.Policy(RescuerPolicyOptions(markNamespace, markServiceAccount, markImage))
+	policy, binding := rescue.Policy(rescue.PolicyOptions{Namespace: markNamespace, ServiceAccount: markServiceAccount, Image: markImage})
 	policy.Spec.Validations[0].Message = "SIDESYNC_MARK_ELSEWHERE"
 	if _, err := policyTemplateOf(policy, binding); err == nil || !strings.Contains(err.Error(), "left over") {
 		t.Errorf("a policy with an unknown marker: %v", err)
 	}
-	policy, binding = rescue.Policy(RescuerPolicyOptions(markNamespace, markServiceAccount, markImage))
+	policy, binding = rescue.Policy(rescue.PolicyOptions{Namespace: markNamespace, ServiceAccount: markServiceAccount, Image: markImage})
 	policy.Spec.Validations[0].Message = "{{ .Values }}"
 	s, err := policyTemplateOf(policy, binding)
 	if err != nil || !strings.Contains(string(s), `{{ "{{" }} .Values }}`) {

@@ -190,12 +190,13 @@ func (d Decision) left(r Refusal, format string, a ...any) Decision {
 // say whether an ended container restarts in place.
 func Decide(pod *corev1.Pod, o Options) Decision {
 	d := Decision{Namespace: pod.Namespace, Name: pod.Name}
+	_, ofJob := JobOf(pod)
 	switch {
 	case pod.DeletionTimestamp != nil:
 		return d.left(Deleting, "being deleted")
 	case pod.Status.Phase != corev1.PodRunning:
 		return d.left(NotRunning, "phase %s", cmp.Or(string(pod.Status.Phase), "unknown"))
-	case !o.Named && jobOf(pod) == "":
+	case !o.Named && !ofJob:
 		return d.left(NotJob, "not owned by a Job (name it to rescue it)")
 	}
 	view, err := podView(pod)
@@ -533,12 +534,6 @@ func attemptOf(name string) (int, bool) {
 	num, _, _ := strings.Cut(rest, "-")
 	n, err := strconv.Atoi(num)
 	return n, err == nil && n > 0
-}
-
-// jobOf is the name of the Job that controls the pod, or "".
-func jobOf(pod *corev1.Pod) string {
-	ref, _ := JobOf(pod)
-	return ref.Name
 }
 
 // JobOf is the owner reference of the Job that controls the pod, if one does.
