@@ -108,7 +108,7 @@ func TestRescue(t *testing.T) {
 				mustContain(t, c.sidecar, containerLog(t, n, ns, podName, c.sidecar), `(?m) (stdout|stderr) F quit t=`)
 			}
 			rescuer := terminated(t, n, ns, p, rescue.ContainerPrefix+"1", 0)
-			mustContain(t, "the rescue container", rescuer, `INFO sidecar quit sidecar=`+c.profile+` `)
+			mustContain(t, "the rescue container", rescuer, quitDone(c.profile)+` `)
 		})
 	}
 	t.Run("real-istio", func(t *testing.T) {
