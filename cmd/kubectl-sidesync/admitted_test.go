@@ -101,23 +101,11 @@ func serviceAccounts(t *testing.T, c *kubetest.Cluster, all []injected) {
 	}
 }
 
-// resourcePaths are where objects of each kind are created.
-var resourcePaths = map[string]string{
-	"Pod":        "/api/v1/namespaces/%s/pods",
-	"Job":        "/apis/batch/v1/namespaces/%s/jobs",
-	"CronJob":    "/apis/batch/v1/namespaces/%s/cronjobs",
-	"Deployment": "/apis/apps/v1/namespaces/%s/deployments",
-}
-
 // admit dry-runs obj, then its pod template as a Pod, and checks what the apiserver would store.
 func admit(t *testing.T, c *kubetest.Cluster, m injected, obj map[string]any) {
 	t.Helper()
 	kind := str(obj, "kind")
-	path, ok := resourcePaths[kind]
-	if !ok {
-		t.Fatalf("%s: no path for kind %s", objName(obj), kind)
-	}
-	stored := dryRun(t, c, fmt.Sprintf(path, admitNamespace), inNamespace(obj), m.strict)
+	stored := dryRun(t, c, collection(t, obj), inNamespace(obj), m.strict)
 	// What inject sent wrapped is what the apiserver must store wrapped: a Deployment passes
 	// through, and so does a pod whose sidecars are all native with startup probes.
 	wraps := wrappedIn(t, obj)
@@ -141,7 +129,7 @@ func admit(t *testing.T, c *kubetest.Cluster, m injected, obj map[string]any) {
 		}
 	}
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": podMeta, "spec": spec}
-	stored = dryRun(t, c, fmt.Sprintf(resourcePaths["Pod"], admitNamespace), pod, m.strict)
+	stored = dryRun(t, c, collection(t, pod), pod, m.strict)
 	checkArgv(t, objName(obj)+"'s pod template", stored, original(t, m.from, objName(obj)), wraps)
 	checkKept(t, objName(obj)+"'s pod template", obj, stored)
 }
@@ -260,16 +248,26 @@ spec:
 		t.Fatal(err)
 	}
 	obj := objectsOf(t, injectExample(t, plain))[0]
-	r := c.Send(t, http.MethodPost, fmt.Sprintf(resourcePaths["Job"], admitNamespace)+"?dryRun=All&fieldValidation=Strict", obj)
+	r := c.Send(t, http.MethodPost, collection(t, obj)+"?dryRun=All&fieldValidation=Strict", obj)
 	if r.Code != http.StatusCreated || !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "would violate PodSecurity") }) {
 		t.Errorf("the Job: %d, warnings %q; want 201 with a PodSecurity warning", r.Code, r.Warnings)
 	}
 	spec, _ := podTemplate(t, obj)
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "careless"}, "spec": spec}
-	r = c.Send(t, http.MethodPost, fmt.Sprintf(resourcePaths["Pod"], admitNamespace)+"?dryRun=All", pod)
+	r = c.Send(t, http.MethodPost, collection(t, pod)+"?dryRun=All", pod)
 	if r.Code != http.StatusForbidden || !strings.Contains(string(r.Body), "violates PodSecurity") {
 		t.Errorf("the Pod: %d %s; want 403, violates PodSecurity", r.Code, r.Body)
 	}
+}
+
+// collection is where the API server takes obj in admitNamespace.
+func collection(t *testing.T, obj map[string]any) string {
+	t.Helper()
+	path, ok := kubetest.CollectionPath(obj, admitNamespace)
+	if !ok {
+		t.Fatalf("%s: a bare API server does not serve %s", objName(obj), str(obj, "apiVersion"))
+	}
+	return path
 }
 
 // inNamespace returns a copy of obj in admitNamespace (the goldens name one of their own).

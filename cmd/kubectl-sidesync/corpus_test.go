@@ -361,7 +361,7 @@ func TestCorpusAdmitted(t *testing.T) {
 			if w, err := manifest.Locate(obj, manifest.TypeMeta{}); err != nil || w == nil {
 				continue // not a Pod, Job or CronJob sidesync reads
 			}
-			path := resourcePaths[str(obj, "kind")]
+			path := collection(t, obj)
 			spec, _ := podTemplate(t, obj)
 			if sa := str(spec, "serviceAccountName"); dnsName.MatchString(sa) && sa != "default" && !accounts[sa] {
 				accounts[sa] = true
@@ -369,7 +369,7 @@ func TestCorpusAdmitted(t *testing.T) {
 			}
 			t.Run(m.Name+"/"+objName(obj), func(t *testing.T) {
 				send := func(o map[string]any) kubetest.Response {
-					return c.Send(t, http.MethodPost, fmt.Sprintf(path, admitNamespace)+"?dryRun=All", inNamespace(o))
+					return c.Send(t, http.MethodPost, path+"?dryRun=All", inNamespace(o))
 				}
 				compare(t, "as published", send(before[i]), send(obj))
 				// The same object made to pass "restricted" (as a team that enforces it writes
