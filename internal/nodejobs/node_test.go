@@ -411,8 +411,9 @@ func mustContain(t testing.TB, what, log, re string) {
 }
 
 // quitDone matches the line of a sidesync quit that got through to the sidecar named profile
-// (any, when empty): answered, or (as the real Cloud SQL Auth Proxy sometimes does) the sidecar
-// exited before its answer was written. Both are the quit done (cmd/sidesync/quit.go).
+// (any, when empty): answered, or the sidecar exited before its answer was written, as the real
+// Cloud SQL Auth Proxy and Istio's real agent sometimes do under load (the emulators answer
+// first). Both are the quit done (cmd/sidesync/quit.go).
 func quitDone(profile string) string {
 	return `INFO sidecar quit(: it closed the connection after the request)? sidecar=` + profile
 }

@@ -189,7 +189,7 @@ func TestRealIstioJob(t *testing.T) {
 	mustContain(t, "reconcile", app, `INFO detected sidecar sidecar=istio from="pod annotations in `)
 	mustContain(t, "reconcile", app, `INFO sidecar ready sidecar=istio .*url=http://127\.0\.0\.1:15021/healthz/ready`)
 	mustContain(t, "reconcile", app, `app: check http://127\.0\.0\.1:15021/healthz/ready 200`)
-	mustContain(t, "reconcile", app, `INFO sidecar quit sidecar=istio .*url=http://127\.0\.0\.1:15020/quitquitquit .*status=200`)
+	mustContain(t, "reconcile", app, quitDone("istio")+` .*url=http://127\.0\.0\.1:15020/quitquitquit `)
 	if t.Failed() {
 		t.Logf("log of reconcile:\n%s", app)
 	}
