@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,15 +170,16 @@ func lastLine(t *testing.T, what, log string) time.Time {
 }
 
 // emulatorQuit returns the time of the emulated sidecar's one quit event, and fails the test
-// unless it accepted exactly one quit request (the emulator logs every request it answers).
-func emulatorQuit(t *testing.T, container, log string) time.Time {
+// unless it accepted exactly requests quit requests (the emulator logs every request it
+// answers): one per wrapper that logged its quit, and none from anybody else.
+func emulatorQuit(t *testing.T, container, log string, requests int) time.Time {
 	t.Helper()
 	quits := regexp.MustCompile(`(?m) F quit t=(\d+)$`).FindAllStringSubmatch(log, -1)
 	if len(quits) != 1 {
 		t.Fatalf("%s: %d quit events, want 1:\n%s", container, len(quits), log)
 	}
-	if n := countLines(log, ` F request method=POST path=\S*(quitquitquit|shutdown|agent/v1/quit)\S* status=2`); n != 1 {
-		t.Errorf("%s: %d quit requests answered 2xx, want exactly 1 (told to quit once):\n%s", container, n, log)
+	if n := countLines(log, ` F request method=POST path=\S*(quitquitquit|shutdown|agent/v1/quit)\S* status=2`); n != requests {
+		t.Errorf("%s: %d quit requests answered 2xx, want exactly %d (one per wrapper that told it to quit):\n%s", container, n, requests, log)
 	}
 	ns, _ := strconv.ParseInt(quits[0][1], 10, 64)
 	return time.Unix(0, ns)
@@ -288,7 +290,7 @@ func runArgo(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 		t.Errorf("%s, which told the proxy to quit, finished at %s, before %s at %s", last, fl, first, ff)
 	}
 	proxyLog := terminated(t, n, ns, p, proxy, 0)
-	quitAt := emulatorQuit(t, proxy, proxyLog)
+	quitAt := emulatorQuit(t, proxy, proxyLog, 1)
 	firstEnd := lastLine(t, first, logs[first])
 	if !quitAt.After(firstEnd) {
 		t.Errorf("the proxy quit at %s, not after %s's last line at %s", quitAt.Format(time.RFC3339Nano), first, firstEnd.Format(time.RFC3339Nano))
@@ -438,7 +440,19 @@ func runTekton(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 			}
 		}
 	}
-	emulatorQuit(t, proxy, terminated(t, n, ns, p, proxy, 0))
+	// A step starts when the one before it writes its post file, just before that step's
+	// entrypoint exits, and these steps are short: the two wrappers may end within a
+	// millisecond, each write its end before it reads the other's, and both tell the proxy to
+	// quit (CI saw it once). internal/peers allows that, a quit being idempotent; what must
+	// hold is that each step either quit or held back for a step still running, and that
+	// nobody else told the proxy to quit.
+	for _, c := range steps {
+		held := strings.Contains(logs[c], "INFO not telling the sidecars to quit: other wrapped containers still run")
+		if quit := slices.Contains(quitters, c); quit == held {
+			t.Errorf("%s: told %s to quit: %v, and held back for a step still running: %v; want one or the other", c, proxy, quit, held)
+		}
+	}
+	emulatorQuit(t, proxy, terminated(t, n, ns, p, proxy, 0), len(quitters))
 
 	// sidecar-registry: its first run was stopped by the kubelet after the image change, the
 	// nop then exited 0.
@@ -573,7 +587,7 @@ func runAirflow(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 	if strings.Contains(log, own) {
 		t.Errorf("base's log names %s: sidesync must leave it to the operator:\n%s", own, log)
 	}
-	emulatorQuit(t, agent, terminated(t, n, ns, p, agent, 0))
+	emulatorQuit(t, agent, terminated(t, n, ns, p, agent, 0), 1)
 	ownLog := terminated(t, n, ns, p, own, 0)
 	mustContain(t, own, ownLog, `app: SIGINT`)
 	if at, bt := finishedAt(t, p, own), finishedAt(t, p, "base"); at.Before(bt) {
