@@ -310,16 +310,31 @@ func parsePlatform(s string) (v1.Platform, error) {
 	return *p, nil
 }
 
+// imageFlag is --image as inject and rescue take it: the flag, else this release's image, and
+// it must read as an image reference. With no image at all (a development build without the
+// flag) it returns "" and the error that says so; else the image, and an error if it does not
+// read as a reference.
+func imageFlag(flag string, build buildinfo.Info) (string, error) {
+	image, err := build.ImageFlag(flag)
+	if err != nil {
+		return "", err
+	}
+	if _, err := name.ParseReference(image); err != nil {
+		return image, fmt.Errorf("--image %q: %w", image, err)
+	}
+	return image, nil
+}
+
 // checkInjectFlags checks what the flag package cannot: the image, the platforms, the options.
 func checkInjectFlags(cfg *injectConfig, build buildinfo.Info, platforms []string) []error {
 	var errs []error
-	image, err := build.ImageFlag(cfg.opts.Image)
-	if err != nil {
+	image, err := imageFlag(cfg.opts.Image, build)
+	if image == "" {
 		return append(errs, err)
 	}
 	cfg.opts.Image = image
-	if _, err := name.ParseReference(cfg.opts.Image); err != nil {
-		errs = append(errs, fmt.Errorf("--image %q: %w", cfg.opts.Image, err))
+	if err != nil {
+		errs = append(errs, err)
 	}
 	for _, s := range platforms {
 		p, err := parsePlatform(s)

@@ -14,7 +14,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -213,22 +212,9 @@ func parseRescueFlags(args []string, build buildinfo.Info) (rescueConfig, error)
 	if cfg.output != "text" && cfg.output != "json" {
 		errs = append(errs, fmt.Errorf("--output %q: must be text or json", cfg.output))
 	}
-	errs = append(errs, rescueImage(&cfg.opts.Image, build)...)
-	return cfg, errors.Join(errs...)
-}
-
-// rescueImage defaults and checks --image as inject does: this release's image, else a
-// development build needs one, and it must read as an image reference.
-func rescueImage(image *string, build buildinfo.Info) []error {
-	img, err := build.ImageFlag(*image)
-	if err != nil {
-		return []error{err}
-	}
-	*image = img
-	if _, err := name.ParseReference(img); err != nil {
-		return []error{fmt.Errorf("--image %q: %w", img, err)}
-	}
-	return nil
+	image, err := imageFlag(cfg.opts.Image, build)
+	cfg.opts.Image = image
+	return cfg, errors.Join(append(errs, err)...)
 }
 
 // rescueClient connects as kubectl does (--kubeconfig, else $KUBECONFIG, else ~/.kube/config;

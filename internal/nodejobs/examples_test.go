@@ -121,7 +121,7 @@ func checkRunOf(t *testing.T, n *kubetest.Node, ns string, p pod, profile, sc st
 	mustContain(t, "the wrappers", log, quitDone(""))
 	scLog := terminated(t, n, ns, p, sc, 0)
 	if profile != "cloudsql" { // the emulator says so; the real proxy's exit 0 with sidesync's "sidecar quit" does
-		mustContain(t, sc, scLog, `(?m) (stdout|stderr) F quit t=`)
+		mustContain(t, sc, scLog, logEnvoyQuit)
 	}
 }
 

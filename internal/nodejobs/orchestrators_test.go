@@ -282,7 +282,7 @@ func runArgo(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 	if last != "wait" {
 		t.Errorf("%s told the proxy to quit, want wait: it ends after main's exit code and its uploads", last)
 	}
-	mustContain(t, first, logs[first], `INFO not telling the sidecars to quit: other wrapped containers still run, and the last to end tells the sidecars to quit running=`+last)
+	mustContain(t, first, logs[first], logPeersHeld+`, and the last to end tells the sidecars to quit running=`+last)
 	if count := countLines(logs[first]+logs[last], `INFO telling the sidecar to quit `); count != 1 {
 		t.Errorf("%d \"telling the sidecar to quit\" lines in the wrappers' logs, want 1", count)
 	}
@@ -447,7 +447,7 @@ func runTekton(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 	// hold is that each step either quit or held back for a step still running, and that
 	// nobody else told the proxy to quit.
 	for _, c := range steps {
-		held := strings.Contains(logs[c], "INFO not telling the sidecars to quit: other wrapped containers still run")
+		held := strings.Contains(logs[c], logPeersHeld)
 		if quit := slices.Contains(quitters, c); quit == held {
 			t.Errorf("%s: told %s to quit: %v, and held back for a step still running: %v; want one or the other", c, proxy, quit, held)
 		}

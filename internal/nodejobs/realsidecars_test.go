@@ -396,7 +396,7 @@ func runAPIDetect(t *testing.T, n *kubetest.Node, c apiDetectCase) {
 			t.Logf("log of job:\n%s", log)
 		}
 		scLog := terminated(t, n, ns, p, c.container, 0)
-		mustContain(t, c.container, scLog, `(?m) (stdout|stderr) F quit t=`)
+		mustContain(t, c.container, scLog, logEnvoyQuit)
 		return
 	}
 

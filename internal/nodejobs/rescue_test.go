@@ -105,7 +105,7 @@ func TestRescue(t *testing.T) {
 			rescueOne(t, n, ns, job, podName, c.sidecar)
 			p := getPod(t, n, ns, podName)
 			if c.profile != "cloudsql" { // the emulator logs the quit; the real proxy's exit 0 after sidesync's "sidecar quit" does
-				mustContain(t, c.sidecar, containerLog(t, n, ns, podName, c.sidecar), `(?m) (stdout|stderr) F quit t=`)
+				mustContain(t, c.sidecar, containerLog(t, n, ns, podName, c.sidecar), logEnvoyQuit)
 			}
 			rescuer := terminated(t, n, ns, p, rescue.ContainerPrefix+"1", 0)
 			mustContain(t, "the rescue container", rescuer, quitDone(c.profile)+` `)

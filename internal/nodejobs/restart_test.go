@@ -143,6 +143,7 @@ var (
 	logSidecarQuit  = `INFO sidecar quit `
 	logQuitSkipped  = `not telling the sidecars to quit: the kubelet restarts this container in place after exit `
 	logEnvoyQuit    = `(?m) (stdout|stderr) F quit t=`
+	logPeersHeld    = `INFO not telling the sidecars to quit: other wrapped containers still run`
 )
 
 // restartSummaries are the termination messages of a container's last run and of the one

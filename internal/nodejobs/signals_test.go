@@ -92,7 +92,7 @@ func TestSignalPodDeletion(t *testing.T) {
 	case gone && !answered && !cut:
 		t.Logf("sidesync's quit found the sidecar already gone (the kubelet's SIGTERM stopped it first)")
 	case answered && !gone && !cut:
-		mustContain(t, signalSidecar, scLog, `(?m) (stdout|stderr) F quit t=`)
+		mustContain(t, signalSidecar, scLog, logEnvoyQuit)
 		t.Logf("sidesync's quit reached the sidecar before the kubelet's SIGTERM stopped it")
 	case cut && !gone && !answered:
 		t.Logf("the kubelet's SIGTERM stopped the sidecar while sidesync's quit was in flight")
