@@ -1,6 +1,6 @@
 # The sidesync image (issue 9): the static release binary alone, at /sidesync, on scratch.
 # It is the same layout as the daemonless build (go run ./cmd/sidesync-image, docs/IMAGE.md),
-# which is how releases are built; internal/image's TestContract keeps the two in step.
+# which is how releases are built; internal/cluster/image's TestContract keeps the two in step.
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 \
 #     --build-arg VERSION=$(git describe --tags --always) --build-arg COMMIT=$(git rev-parse HEAD) \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Google Cloud SQL Auth Proxy v2 (a real sidecar used by the tests in
-# internal/realsidecar) from the Go module proxy into a cache directory outside
+# internal/testing/realsidecar) from the Go module proxy into a cache directory outside
 # the repository, and prints the path of the binary.
 #
 #   dir: ${SIDESYNC_CLOUDSQL_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/sidesync-ci/cloudsql}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Istio's pilot-agent (the real istio-proxy agent, used by the tests in
-# internal/realsidecar) from the Go module proxy into a cache directory outside the
+# internal/testing/realsidecar) from the Go module proxy into a cache directory outside the
 # repository, with the Envoy bootstrap template it needs, and prints the directory.
 #
 #   dir: ${SIDESYNC_ISTIO_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/sidesync-ci/istio}

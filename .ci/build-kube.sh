@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a real Kubernetes control plane and node from source, through the Go module proxy, into a
-# cache directory outside the repository, for the integration tests in internal/kubetest (the API
+# cache directory outside the repository, for the integration tests in internal/testing/kubetest (the API
 # server alone, and a whole node that runs Jobs): kube-apiserver, kube-controller-manager,
 # kube-scheduler, kubelet, etcd, and containerd with its runc shim and ctr.
 #

@@ -6,8 +6,8 @@ import (
 	"net"
 	"time"
 
-	emu "github.com/sidesync/sidesync/internal/emulator"
-	"github.com/sidesync/sidesync/internal/emuproc"
+	emu "github.com/sidesync/sidesync/internal/testing/emulator"
+	"github.com/sidesync/sidesync/internal/testing/emuproc"
 )
 
 // emulator is "sidesync-emulator emulate envoy" running as a process, with its events: the

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/procmem"
+	"github.com/sidesync/sidesync/internal/testing/procmem"
 )
 
 // memoryResult is sidesync's peak memory in one situation.

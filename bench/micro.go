@@ -19,7 +19,7 @@ type microResult struct {
 // computations.
 var microBenchmarks = []struct{ pkg, pattern string }{
 	{"./sidecar", "^(BenchmarkProbeKeepAlive|BenchmarkProbeNewConnection|BenchmarkProbe|BenchmarkDecorrelatedJitter|BenchmarkConstant)$"},
-	{"./internal/httpc", "^(BenchmarkClientDo|BenchmarkDo)$"},
+	{"./internal/pod/httpc", "^(BenchmarkClientDo|BenchmarkDo)$"},
 }
 
 // measureMicro runs the Go micro-benchmarks and collects their results.

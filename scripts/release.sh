@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds sidesync's release binaries: static (CGO_ENABLED=0, so they run in scratch and
 # distroless images), stripped, reproducible (-trimpath), and every program stamped the same way
-# (internal/buildinfo) with the version and the commit it was built from, which its `version`
+# (internal/shared/buildinfo) with the version and the commit it was built from, which its `version`
 # prints and which names the image kubectl-sidesync puts into pods.
 #
 #   scripts/release.sh [OUTDIR]        # default OUTDIR: dist
@@ -32,7 +32,7 @@ if [ -z "${VERSION:-}" ]; then
   fi
 fi
 
-stamp="github.com/sidesync/sidesync/internal/buildinfo"
+stamp="github.com/sidesync/sidesync/internal/shared/buildinfo"
 for platform in ${PLATFORMS:-linux/amd64 linux/arm64}; do
   os=${platform%/*} arch=${platform#*/}
   for program in ${PROGRAMS:-sidesync kubectl-sidesync sidesync-image}; do

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/httpc"
+	"github.com/sidesync/sidesync/internal/pod/httpc"
 )
 
 // Header is one HTTP header field sent with a probe or a quit call.

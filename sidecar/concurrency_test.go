@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/emulator"
+	"github.com/sidesync/sidesync/internal/testing/emulator"
 )
 
 // TestConcurrentWaitAndQuit is the in-process soak: SIDESYNC_SOAK_CONCURRENT (default 20)

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/httpc"
+	"github.com/sidesync/sidesync/internal/pod/httpc"
 )
 
 // connCounter counts a test server's connections and tells when they have all closed.

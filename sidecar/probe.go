@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/httpc"
-	"github.com/sidesync/sidesync/internal/jsonlite"
+	"github.com/sidesync/sidesync/internal/pod/httpc"
+	"github.com/sidesync/sidesync/internal/shared/jsonlite"
 )
 
 // prober sends the probes of one wait. It prepares each request once and sends them all over

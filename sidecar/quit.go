@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/httpc"
-	"github.com/sidesync/sidesync/internal/logfmt"
+	"github.com/sidesync/sidesync/internal/pod/httpc"
+	"github.com/sidesync/sidesync/internal/pod/logfmt"
 )
 
 // Defaults of QuitOptions.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/httpc"
+	"github.com/sidesync/sidesync/internal/pod/httpc"
 )
 
 // quitServer answers POST /quitquitquit with status code and body, counting requests.

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/httpc"
-	"github.com/sidesync/sidesync/internal/logfmt"
+	"github.com/sidesync/sidesync/internal/pod/httpc"
+	"github.com/sidesync/sidesync/internal/pod/logfmt"
 )
 
 // Defaults of WaitOptions.

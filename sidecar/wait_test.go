@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/httpc"
+	"github.com/sidesync/sidesync/internal/pod/httpc"
 )
 
 // envoyLike answers /ready as Envoy does: 503 INITIALIZING for the first notReady probes, then

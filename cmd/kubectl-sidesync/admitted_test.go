@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/shared/contract"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sidesync/sidesync/internal/kubetest"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
 // admitNamespace enforces Pod Security "restricted" and warns of it too: Pod Security enforces
@@ -55,14 +55,14 @@ func TestAdmitted(t *testing.T) {
 			injected{name: "deploy/examples/" + filepath.Base(plain), out: manifestObjects(t, filepath.Join(examplesDir, filepath.Base(plain))), from: from, strict: true},
 			injected{name: "plain/" + filepath.Base(plain) + " with --delivery image-volume", out: objectsOf(t, injectExample(t, plain, "--delivery", "image-volume")), from: from, strict: true})
 	}
-	goldens, err := filepath.Glob("../../internal/inject/testdata/golden/*.yaml")
+	goldens, err := filepath.Glob("../../internal/cluster/inject/testdata/golden/*.yaml")
 	if err != nil || len(goldens) == 0 {
 		t.Fatalf("no goldens (%v)", err)
 	}
 	for _, g := range goldens {
 		input := strings.SplitN(filepath.Base(g), ".", 2)[0] + ".yaml"
 		all = append(all, injected{name: "golden " + filepath.Base(g), out: manifestObjects(t, g),
-			from: manifestObjects(t, filepath.Join("../../internal/inject/testdata", input))})
+			from: manifestObjects(t, filepath.Join("../../internal/cluster/inject/testdata", input))})
 	}
 
 	serviceAccounts(t, c, all)

@@ -15,16 +15,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
-	"github.com/sidesync/sidesync/internal/catalog"
-	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/internal/corpus"
-	"github.com/sidesync/sidesync/internal/kubetest"
-	"github.com/sidesync/sidesync/internal/lint"
-	"github.com/sidesync/sidesync/internal/manifest"
+	"github.com/sidesync/sidesync/internal/cluster/lint"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/catalog"
+	"github.com/sidesync/sidesync/internal/shared/contract"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/testing/corpus"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
-var updateCorpus = flag.Bool("update-corpus", false, "rewrite the corpus's golden outputs (internal/corpus/golden)")
+var updateCorpus = flag.Bool("update-corpus", false, "rewrite the corpus's golden outputs (internal/testing/corpus/golden)")
 
 // corpusBuild is the build the corpus is injected as: the first release, so that the goldens
 // do not change with every commit.
@@ -56,8 +56,8 @@ func runAs(args []string, stdin []byte) ran {
 }
 
 // TestCorpus runs inject and lint on every manifest of the corpus, real public manifests used
-// verbatim (internal/corpus): their output must be the reviewed golden one
-// (internal/corpus/golden; -update-corpus rewrites it: read the diff), and each result keeps
+// verbatim (internal/testing/corpus): their output must be the reviewed golden one
+// (internal/testing/corpus/golden; -update-corpus rewrites it: read the diff), and each result keeps
 // the properties a user relies on: see checkCorpusInject.
 func TestCorpus(t *testing.T) {
 	ms, err := corpus.Load()

@@ -9,14 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
-	"github.com/sidesync/sidesync/internal/catalog"
-	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/internal/manifest"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/catalog"
+	"github.com/sidesync/sidesync/internal/shared/contract"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sidesync/sidesync/internal/manifest/stream"
+	"github.com/sidesync/sidesync/internal/cluster/stream"
 )
 
 var updateExamples = flag.Bool("update", false, "rewrite deploy/examples from deploy/examples/plain")

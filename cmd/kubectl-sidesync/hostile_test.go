@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/manifest/stream"
+	"github.com/sidesync/sidesync/internal/cluster/stream"
 )
 
 // billionLaughs is the YAML alias bomb: nine levels of nine aliases, 9^9 strings once expanded.

@@ -12,17 +12,17 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 
-	"github.com/sidesync/sidesync/internal/contract"
+	"github.com/sidesync/sidesync/internal/shared/contract"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/sidesync/sidesync/internal/inject"
-	"github.com/sidesync/sidesync/internal/inject/resolve"
-	"github.com/sidesync/sidesync/internal/manifest"
-	stream "github.com/sidesync/sidesync/internal/manifest/stream"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/cluster/inject/resolve"
+	stream "github.com/sidesync/sidesync/internal/cluster/stream"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
 const injectUsage = `Usage: kubectl sidesync inject [-f FILE|-]... [flags]

@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/sidesync/sidesync/internal/config"
-	rt "github.com/sidesync/sidesync/internal/inject/resolve/registrytest"
+	"github.com/sidesync/sidesync/internal/shared/config"
+	rt "github.com/sidesync/sidesync/internal/testing/registrytest"
 )
 
 // podOf is a Pod whose one container, c, runs image without a command.

@@ -7,8 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	rt "github.com/sidesync/sidesync/internal/inject/resolve/registrytest"
-	"github.com/sidesync/sidesync/internal/manifest/stream"
+	"github.com/sidesync/sidesync/internal/cluster/stream"
+	rt "github.com/sidesync/sidesync/internal/testing/registrytest"
 )
 
 // resolveFixture serves two multi-platform images (each index with an attestation manifest)

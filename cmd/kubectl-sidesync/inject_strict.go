@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sidesync/sidesync/internal/inject"
-	workload "github.com/sidesync/sidesync/internal/manifest"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
+	workload "github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
 // imageUsers maps an image that inject needs resolved to the containers that need it, each as

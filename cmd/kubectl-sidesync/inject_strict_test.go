@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	rt "github.com/sidesync/sidesync/internal/inject/resolve/registrytest"
+	rt "github.com/sidesync/sidesync/internal/testing/registrytest"
 )
 
 // hangingRegistry is a registry on 127.0.0.1 that never answers; it returns its host:port.

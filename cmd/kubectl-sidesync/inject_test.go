@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/sidesync/sidesync/internal/buildinfo"
-	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/internal/manifest/stream"
+	"github.com/sidesync/sidesync/internal/cluster/stream"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/contract"
 )
 
 // devBuild is a development build: it has no image of its own.

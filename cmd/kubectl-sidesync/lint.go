@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/sidesync/sidesync/internal/lint"
+	"github.com/sidesync/sidesync/internal/cluster/lint"
 )
 
 const lintUsage = `Usage: kubectl sidesync lint [-f FILE|-]... [-o text|json]

@@ -10,7 +10,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
 // TestVersion prints the version, the commit and Go, as `sidesync version` does; a release

@@ -10,9 +10,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/sidesync/sidesync/internal/admission"
-	"github.com/sidesync/sidesync/internal/buildinfo"
-	"github.com/sidesync/sidesync/internal/inject"
+	"github.com/sidesync/sidesync/internal/cluster/admission"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
 const policyUsage = `Usage: kubectl sidesync policy [flags]

@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/sidesync/sidesync/internal/admission"
+	"github.com/sidesync/sidesync/internal/cluster/admission"
 )
 
 // TestPolicyFlags: a bad command line exits 2 and writes nothing on stdout.

@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
-	"github.com/sidesync/sidesync/internal/rescue"
+	"github.com/sidesync/sidesync/internal/cluster/rescue"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
 var rescueUsage = `Usage: kubectl sidesync rescue [-n NS | -A] [POD...] [flags]

@@ -23,14 +23,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/sidesync/sidesync/internal/kubetest"
-	"github.com/sidesync/sidesync/internal/rescue"
+	"github.com/sidesync/sidesync/internal/cluster/rescue"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
 // istioStatus is the annotation Istio's injector leaves on a pod it added its proxy to.
 const istioStatus = `{"initContainers":["istio-init"],"containers":["istio-proxy"],"volumes":["istio-envoy"],"imagePullSecrets":null,"revision":"default"}`
 
-// The sidecars of the tests, each with the marks its injector leaves (internal/catalog/rows.go).
+// The sidecars of the tests, each with the marks its injector leaves (internal/shared/catalog/rows.go).
 var (
 	istioPod = stuckPod{annotations: map[string]string{"sidecar.istio.io/status": istioStatus},
 		sidecar: corev1.Container{Name: "istio-proxy", Image: "docker.io/istio/proxyv2:1.28.0"}}

@@ -14,11 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/sidesync/sidesync/internal/admission"
-	"github.com/sidesync/sidesync/internal/corpus"
-	"github.com/sidesync/sidesync/internal/inject"
-	"github.com/sidesync/sidesync/internal/manifest"
-	"github.com/sidesync/sidesync/internal/manifest/stream"
+	"github.com/sidesync/sidesync/internal/cluster/admission"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/cluster/stream"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/testing/corpus"
 )
 
 // TestWebhookSameAsInject: `kubectl sidesync inject` and the admission webhook make the same

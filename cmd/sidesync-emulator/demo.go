@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/emulator"
-	"github.com/sidesync/sidesync/internal/emuproc"
+	"github.com/sidesync/sidesync/internal/testing/emulator"
+	"github.com/sidesync/sidesync/internal/testing/emuproc"
 )
 
 // demoOptions are the demo's own flags; every other argument goes to sidesync.

@@ -11,7 +11,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/sidesync/sidesync/internal/emulator"
+	"github.com/sidesync/sidesync/internal/testing/emulator"
 )
 
 func main() {

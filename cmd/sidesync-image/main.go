@@ -17,14 +17,14 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/sidesync/sidesync/internal/image"
+	"github.com/sidesync/sidesync/internal/cluster/image"
 )
 
 // Exit codes.

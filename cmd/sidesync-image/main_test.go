@@ -18,8 +18,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/sidesync/sidesync/internal/image"
-	"github.com/sidesync/sidesync/internal/image/imagetest"
+	"github.com/sidesync/sidesync/internal/cluster/image"
+	"github.com/sidesync/sidesync/internal/testing/imagetest"
 )
 
 // The version and commit the test's release binaries are stamped with.

@@ -12,16 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/admission"
-	"github.com/sidesync/sidesync/internal/chart"
-	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/internal/inject"
-	"github.com/sidesync/sidesync/internal/kubetest"
-	"github.com/sidesync/sidesync/internal/manifest"
+	"github.com/sidesync/sidesync/internal/cluster/admission"
+	"github.com/sidesync/sidesync/internal/cluster/chart"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/shared/contract"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
-// The webhook on the real kube-apiserver v1.37.2 (internal/kubetest): the injector runs
-// in-process on loopback TLS, and its configurations are those internal/admission writes (the
+// The webhook on the real kube-apiserver v1.37.2 (internal/testing/kubetest): the injector runs
+// in-process on loopback TLS, and its configurations are those internal/cluster/admission writes (the
 // chart's are generated from them), with the Service replaced by the injector's URL. No kubelet
 // runs: pods stay Pending, which is all admission needs.
 
@@ -40,7 +40,7 @@ func webhookCluster(t *testing.T, args ...string) (*kubetest.Cluster, *injector,
 }
 
 // register creates the two webhook configurations for the injector at addr, as the chart
-// renders them (Helm v4's engine, internal/chart) with your own certificate, each webhook's
+// renders them (Helm v4's engine, internal/cluster/chart) with your own certificate, each webhook's
 // service rewritten to the injector's URL on loopback.
 func register(t *testing.T, c *kubetest.Cluster, addr string, caPEM []byte) {
 	t.Helper()

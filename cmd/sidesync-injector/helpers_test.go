@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
 // testCA signs the injector's serving certificates; swapping the leaf keeps the CA the API

@@ -38,11 +38,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/sidesync/sidesync/internal/admission"
-	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/internal/inject"
-	"github.com/sidesync/sidesync/internal/kubetest"
-	"github.com/sidesync/sidesync/internal/procmem"
+	"github.com/sidesync/sidesync/internal/cluster/admission"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/shared/contract"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
+	"github.com/sidesync/sidesync/internal/testing/procmem"
 )
 
 // The webhook under load (BENCHMARKS.md, "The admission webhook"). Benchmarks only, never timed
@@ -53,7 +53,7 @@ import (
 //
 // The injector runs as its own process (built with go build into a temporary directory), so that
 // its peak RSS and goroutines are its own and not the load generator's; it watches namespaces on
-// a real kube-apiserver (internal/kubetest). BenchmarkMutateHandler measures the handler alone,
+// a real kube-apiserver (internal/testing/kubetest). BenchmarkMutateHandler measures the handler alone,
 // in-process, and needs nothing.
 
 // Environment of the load benchmarks.
@@ -341,7 +341,7 @@ func buildInjector(b testing.TB) string {
 		b.Skipf("no go tool to build the injector: %v", err)
 	}
 	bin := filepath.Join(b.TempDir(), "sidesync-injector")
-	cmd := exec.Command(goTool, "build", "-o", bin, "-ldflags=-X github.com/sidesync/sidesync/internal/buildinfo.version="+testVersion, ".")
+	cmd := exec.Command(goTool, "build", "-o", bin, "-ldflags=-X github.com/sidesync/sidesync/internal/shared/buildinfo.version="+testVersion, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -893,7 +893,7 @@ func bucketsText(h histogram) string {
 	return strings.Join(parts, ", ")
 }
 
-// registerWebhook creates the injector's configurations (internal/admission's, with its URL)
+// registerWebhook creates the injector's configurations (internal/cluster/admission's, with its URL)
 // and waits until the API server calls it, as register does for the tests.
 func registerWebhook(b testing.TB, c *kubetest.Cluster, addr string, caPEM []byte) {
 	b.Helper()

@@ -1,6 +1,6 @@
 // Command sidesync-injector is sidesync's admission webhook: it wraps the app containers of the
 // pods created in the namespaces (or the pods) that opt in, with the same mutation as
-// `kubectl sidesync inject` (internal/inject, answered as a JSON Patch), and warns at the
+// `kubectl sidesync inject` (internal/cluster/inject, answered as a JSON Patch), and warns at the
 // creation of Jobs and CronJobs that will hang on a sidecar. See docs/INSTALL.md.
 //
 // It is its own binary, on net/http: the webhook needs a TLS server that reloads its
@@ -29,9 +29,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sidesync/sidesync/internal/admission"
-	"github.com/sidesync/sidesync/internal/buildinfo"
-	"github.com/sidesync/sidesync/internal/inject"
+	"github.com/sidesync/sidesync/internal/cluster/admission"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
 func main() {

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/admission"
-	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/internal/inject"
-	"github.com/sidesync/sidesync/internal/kubetest"
-	"github.com/sidesync/sidesync/internal/manifest"
+	"github.com/sidesync/sidesync/internal/cluster/admission"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/shared/contract"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
 // Other webhooks around sidesync's, as a cluster has them: the API server calls mutating

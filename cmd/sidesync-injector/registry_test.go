@@ -30,12 +30,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/sidesync/sidesync/internal/admission"
-	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/internal/inject"
-	"github.com/sidesync/sidesync/internal/inject/resolve"
-	"github.com/sidesync/sidesync/internal/inject/resolve/registrytest"
-	"github.com/sidesync/sidesync/internal/manifest"
+	"github.com/sidesync/sidesync/internal/cluster/admission"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/cluster/inject/resolve"
+	"github.com/sidesync/sidesync/internal/shared/contract"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/testing/registrytest"
 )
 
 // The webhook's registry lookups (--resolve) against registries served in-process on loopback:

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/inject"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
 )
 
 // lru is the resolver's cache: at most max entries, the least recently used dropped first; an

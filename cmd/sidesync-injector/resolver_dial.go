@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sidesync/sidesync/internal/inject/resolve"
+	"github.com/sidesync/sidesync/internal/cluster/inject/resolve"
 )
 
 // The SSRF guard. A pod names its image, and so the host the injector connects to: without a

@@ -16,11 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/sidesync/sidesync/internal/kubetest"
-	"github.com/sidesync/sidesync/internal/rescue"
+	"github.com/sidesync/sidesync/internal/cluster/rescue"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
-// The rescuer on the real kube-apiserver (internal/kubetest): the chart is rendered with Helm's
+// The rescuer on the real kube-apiserver (internal/testing/kubetest): the chart is rendered with Helm's
 // engine and every object created; the rescuer runs as its own process with the token of the
 // chart's service account, so that the chart's RBAC and ValidatingAdmissionPolicy govern what it
 // does. No kubelet runs: the tests make the Jobs' pods and write their status as the Job

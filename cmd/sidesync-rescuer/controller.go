@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	"github.com/sidesync/sidesync/internal/rescue"
+	"github.com/sidesync/sidesync/internal/cluster/rescue"
 )
 
 // controllerName names the controller in the logs and in controller-runtime's metrics.

@@ -16,9 +16,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/sidesync/sidesync/internal/chart"
-	"github.com/sidesync/sidesync/internal/kubetest"
-	"github.com/sidesync/sidesync/internal/rescue"
+	"github.com/sidesync/sidesync/internal/cluster/chart"
+	"github.com/sidesync/sidesync/internal/cluster/rescue"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
 // The release the tests install, as the install guide does: `helm install sidesync-rescuer
@@ -44,7 +44,7 @@ type installed struct {
 	rescuer    kubernetes.Interface // as the rescuer's service account
 }
 
-// install renders the chart with Helm's engine (internal/chart) and creates every object it
+// install renders the chart with Helm's engine (internal/cluster/chart) and creates every object it
 // makes, with strict field validation, as `helm install` would; then waits until RBAC lets the
 // service account list pods and the policy judges its requests.
 func install(t *testing.T, c *kubetest.Cluster) *installed {

@@ -1,6 +1,6 @@
 // Command sidesync-rescuer is sidesync's optional controller: in the namespaces labelled
 // sidesync.io/rescue=enabled, it frees the pods of Jobs that hang on a sidecar which never
-// quits. A pod that internal/rescue calls stuck for longer than --grace gets an ephemeral
+// quits. A pod that internal/cluster/rescue calls stuck for longer than --grace gets an ephemeral
 // container running the sidesync image's `/sidesync quit --sidecar SPEC...`, which tells each
 // sidecar to quit through its own endpoint; the pod, then its Job, completes. See
 // docs/RESCUE.md.
@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
 func main() {

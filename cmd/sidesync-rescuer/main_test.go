@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
 // execEnv, set in a child's environment, makes the test binary run as sidesync-rescuer: the
@@ -123,7 +123,7 @@ func TestBinaryDependencies(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		for _, banned := range []string{"/internal/admission", "/internal/inject", "/internal/chart", "/internal/kubetest", "helm.sh/", "go-containerregistry"} {
+		for _, banned := range []string{"/internal/cluster/admission", "/internal/cluster/inject", "/internal/cluster/chart", "/internal/testing/kubetest", "helm.sh/", "go-containerregistry"} {
 			if strings.Contains(p, banned) {
 				t.Errorf("sidesync-rescuer links %s", p)
 			}

@@ -26,7 +26,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sidesync_rescuer_refused_total",
-			Help: "Pods left alone for a reason a human should see (reason: internal/rescue's refusal), counted once per pod and reason.",
+			Help: "Pods left alone for a reason a human should see (reason: internal/cluster/rescue's refusal), counted once per pod and reason.",
 		}, []string{"reason"}),
 		patchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sidesync_rescuer_patch_errors_total",

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/sidesync/sidesync/internal/rescue"
+	"github.com/sidesync/sidesync/internal/cluster/rescue"
 )
 
 // testPolicy: the chart's ValidatingAdmissionPolicy lets the rescuer's service account add

@@ -28,8 +28,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
-	"github.com/sidesync/sidesync/internal/rescue"
+	"github.com/sidesync/sidesync/internal/cluster/rescue"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
 // The HTTP paths: the chart's probes and its Service name them.

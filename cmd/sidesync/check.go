@@ -7,8 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/sidesync/sidesync/internal/logfmt"
-	"github.com/sidesync/sidesync/internal/redact"
+	"github.com/sidesync/sidesync/internal/pod/logfmt"
+	"github.com/sidesync/sidesync/internal/shared/redact"
 	"github.com/sidesync/sidesync/sidecar"
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/internal/pod/child"
 )
 
 // command is the command line that runs, as session.command decided it.

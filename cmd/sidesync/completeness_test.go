@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidesync/sidesync/internal/catalog"
-	"github.com/sidesync/sidesync/internal/emulator"
+	"github.com/sidesync/sidesync/internal/shared/catalog"
+	"github.com/sidesync/sidesync/internal/testing/emulator"
 )
 
 // withoutEmulator lists the profiles that have no emulator of their own, and why. Every other
@@ -19,9 +19,9 @@ func withoutEmulator() map[string]string {
 	}
 }
 
-// TestProfilesComplete: a profile of the catalog (internal/catalog) is complete only with the
+// TestProfilesComplete: a profile of the catalog (internal/shared/catalog) is complete only with the
 // places outside its row that know about it: its documentation (notes, and a row in each of the
-// README's generated tables), its emulator (internal/emulator, Profiles) unless withoutEmulator
+// README's generated tables), its emulator (internal/testing/emulator, Profiles) unless withoutEmulator
 // says why not, and its end-to-end case (profileCases). Everything else about a sidecar is in
 // its catalog row.
 func TestProfilesComplete(t *testing.T) {
@@ -35,18 +35,18 @@ func TestProfilesComplete(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			if e, ok := catalog.Lookup(name); !ok || e.Notes == "" {
-				t.Errorf("no notes: give the row of %s in internal/catalog its notes", name)
+				t.Errorf("no notes: give the row of %s in internal/shared/catalog its notes", name)
 			}
 			row := "\n| `" + name + "` |"
 			if !strings.Contains(profileRows, row) || !strings.Contains(detectionRows, row) {
-				t.Errorf("README.md lacks a row for %s: run go generate ./internal/catalog", name)
+				t.Errorf("README.md lacks a row for %s: run go generate ./internal/shared/catalog", name)
 			}
 			_, hasEmulator := emulator.LookupProfile(name)
 			switch why, ok := exempt[name]; {
 			case ok && hasEmulator:
 				t.Errorf("%s has an emulator now, yet withoutEmulator says %q: remove it from there", name, why)
 			case !ok && !hasEmulator:
-				t.Errorf("no emulator: add a %s profile to internal/emulator (Profiles), or say in withoutEmulator why it needs none", name)
+				t.Errorf("no emulator: add a %s profile to internal/testing/emulator (Profiles), or say in withoutEmulator why it needs none", name)
 			}
 			if _, ok := cases[name]; !ok {
 				t.Errorf("no end-to-end case: add %s to profileCases in cmd/sidesync/profiles_test.go", name)

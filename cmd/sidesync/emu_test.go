@@ -5,8 +5,8 @@ import (
 	"net"
 	"testing"
 
-	"github.com/sidesync/sidesync/internal/emulator"
-	"github.com/sidesync/sidesync/internal/emuproc"
+	"github.com/sidesync/sidesync/internal/testing/emulator"
+	"github.com/sidesync/sidesync/internal/testing/emuproc"
 )
 
 // emu is an emulated sidecar ("sidesync-emulator emulate PROFILE", this test binary under that

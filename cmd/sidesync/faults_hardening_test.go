@@ -13,7 +13,7 @@ import (
 // address, where an emulated sidecar does listen) is a usage error without --allow-remote-quit:
 // exit 2, the command does not run, and not one request (probe or quit) reaches the sidecar.
 // (scuttle's ENVOY_ADMIN_API on another address keeps scuttle's meaning: waited for but never
-// told to quit: TestScuttleContract, internal/config's TestCompat.)
+// told to quit: TestScuttleContract, internal/shared/config's TestCompat.)
 func TestFaultRemoteQuitRefused(t *testing.T) {
 	ip := nonLoopbackIP(t)
 	e := startEmu(t, "--listen", "0.0.0.0:0")

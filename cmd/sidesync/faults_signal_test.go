@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/internal/pod/child"
 )
 
 // TestFaultKilledBySignal: a command killed by any signal whose default action ends a process

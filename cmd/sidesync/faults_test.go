@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/internal/pod/child"
 )
 
 // TestStopSignalBeforeStart (fault 1): a stop signal taken before the command starts is never

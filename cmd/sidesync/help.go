@@ -5,8 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/sidesync/sidesync/internal/catalog"
-	"github.com/sidesync/sidesync/internal/config"
+	"github.com/sidesync/sidesync/internal/shared/catalog"
+	"github.com/sidesync/sidesync/internal/shared/config"
 )
 
 const helpIntro = `sidesync keeps a command in step with the sidecars of its Kubernetes pod.

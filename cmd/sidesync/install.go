@@ -17,7 +17,7 @@ import (
 const exitCantCreate = 73
 
 // installName is the name of the copy in DIR: the wrapped containers run it as
-// /sidesync/bin/sidesync (internal/inject: Binary, InstallDir).
+// /sidesync/bin/sidesync (internal/cluster/inject: Binary, InstallDir).
 const installName = "sidesync"
 
 // installMain is "sidesync install DIR" (issue 9): the init container of the init-copy mode

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// nonRoot is the user of the image (USER 65532:65532 in the Dockerfile, internal/image.User).
+// nonRoot is the user of the image (USER 65532:65532 in the Dockerfile, internal/cluster/image.User).
 const nonRoot = 65532
 
 // TestInstall (issue 9): "sidesync install DIR" copies the running binary to DIR/sidesync, mode

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/realsidecar"
+	"github.com/sidesync/sidesync/internal/testing/realsidecar"
 )
 
 // Helpers of istio_real_test.go.
@@ -102,7 +102,7 @@ func repeat(s string, n int) []string { return slices.Repeat([]string{s}, n) }
 // mustQuitAgent checks that sidesync's quit reached the agent: 200, or the connection closed
 // right after the request. The agent cancels its context in the handler that answers, before
 // the answer is flushed, and exits at once, so under load the 200 is sometimes lost (as with
-// the Cloud SQL proxy, internal/realsidecar/README.md); sidesync counts that as success. The
+// the Cloud SQL proxy, internal/testing/realsidecar/README.md); sidesync counts that as success. The
 // agent must have exited (Wait), and it must have logged the quit.
 func mustQuitAgent(t *testing.T, stderr string, a *realsidecar.IstioAgent) {
 	t.Helper()

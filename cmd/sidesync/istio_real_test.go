@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/realsidecar"
+	"github.com/sidesync/sidesync/internal/testing/realsidecar"
 )
 
 // These tests run sidesync's istio profile against Istio's real pilot-agent, built from the Go
-// module proxy by .ci/build-istio.sh, with a stand-in Envoy (internal/realsidecar/envoystandin)
+// module proxy by .ci/build-istio.sh, with a stand-in Envoy (internal/testing/realsidecar/envoystandin)
 // that answers the agent's stats polls as Envoy's admin does. They wait on events only: the
 // stand-in's event lines, the agent's log, sidesync's log and the command's output.
 

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sidesync/sidesync/internal/kubetest"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
 // podWithRestartRules is a Job pod as the API stores it: the job container is restarted in place

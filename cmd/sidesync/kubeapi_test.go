@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidesync/sidesync/internal/kubetest"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
 // podWithSidecars is a Job pod as the API stores it: Linkerd's proxy as a native sidecar (no

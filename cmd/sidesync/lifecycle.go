@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/child"
-	"github.com/sidesync/sidesync/internal/config"
-	"github.com/sidesync/sidesync/internal/detect"
+	"github.com/sidesync/sidesync/internal/pod/child"
+	"github.com/sidesync/sidesync/internal/pod/detect"
+	"github.com/sidesync/sidesync/internal/shared/config"
 )
 
 // session is one sidesync invocation: its validated configuration and its surroundings. Nothing

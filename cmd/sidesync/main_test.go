@@ -19,8 +19,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sidesync/sidesync/internal/child"
-	"github.com/sidesync/sidesync/internal/emulator"
+	"github.com/sidesync/sidesync/internal/pod/child"
+	"github.com/sidesync/sidesync/internal/testing/emulator"
 )
 
 // The tests run sidesync as a real process, as the os/exec tests do: the test binary re-executes

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/internal/detect"
-	"github.com/sidesync/sidesync/internal/peers"
+	"github.com/sidesync/sidesync/internal/pod/detect"
+	"github.com/sidesync/sidesync/internal/pod/peers"
+	"github.com/sidesync/sidesync/internal/shared/contract"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
 // peerCheckEvery is how often the last wrapped container to end looks whether peers that had not
@@ -17,7 +18,7 @@ const peerCheckEvery = 100 * time.Millisecond
 
 // joinPeers makes this container one of the pod's wrapped containers, marked running, when there
 // are several (--peers, else the pod's sidesync.io/wrapped annotation): the sidecars are then told
-// to quit once, by the last of them to end (internal/peers). It returns nil when this container
+// to quit once, by the last of them to end (internal/pod/peers). It returns nil when this container
 // coordinates with none, and says why when it should but cannot.
 func (s *session) joinPeers(ctx context.Context) *peers.Team {
 	names, from := s.peerNames(ctx)
@@ -68,7 +69,7 @@ func (s *session) peerNames(ctx context.Context) ([]string, string) {
 	for name := range strings.SplitSeq(value, ",") {
 		switch name = strings.TrimSpace(name); {
 		case name == "" || slices.Contains(names, name):
-		case peers.CheckName(name) != nil:
+		case manifest.CheckContainerName(name) != nil:
 			s.log.Warn("ignoring a name that is no container's", "name", name, "from", from)
 		default:
 			names = append(names, name)

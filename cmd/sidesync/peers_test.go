@@ -1,6 +1,6 @@
 package main
 
-// Several wrapped containers in one pod (internal/peers): the sidecars are told to quit once,
+// Several wrapped containers in one pod (internal/pod/peers): the sidecars are told to quit once,
 // by the last wrapped container to end. Each test runs two real sidesyncs, as the pod's
 // containers "main" and "wait", sharing a state directory, against one emulated sidecar whose
 // event lines count the quit requests. The tests wait on log lines, command output and process

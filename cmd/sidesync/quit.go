@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/config"
-	"github.com/sidesync/sidesync/internal/restart"
+	"github.com/sidesync/sidesync/internal/shared/config"
+	"github.com/sidesync/sidesync/internal/shared/restart"
 	"github.com/sidesync/sidesync/sidecar"
 )
 

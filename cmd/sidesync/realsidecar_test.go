@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sidesync/sidesync/internal/realsidecar"
+	"github.com/sidesync/sidesync/internal/testing/realsidecar"
 )
 
 // TestRealCloudSQLProxy runs sidesync against the real Cloud SQL Auth Proxy v2, built from the Go
@@ -29,7 +29,7 @@ func TestRealCloudSQLProxy(t *testing.T) {
 	}
 	mustContain(t, r.stderr, "sidecar ready sidecar=cloudsql url="+p.StartupURL())
 	// The proxy may exit before its 200 reaches us (a few in a thousand quits): that is a
-	// success too (internal/realsidecar/README.md).
+	// success too (internal/testing/realsidecar/README.md).
 	if !strings.Contains(r.stderr, "sidecar quit sidecar=cloudsql url="+p.QuitURL()+" status=200") &&
 		!strings.Contains(r.stderr, "sidecar quit: it closed the connection after the request sidecar=cloudsql") {
 		t.Errorf("no successful quit logged:\n%s", r.stderr)

@@ -4,10 +4,10 @@ import (
 	"context"
 	"strings"
 
-	"github.com/sidesync/sidesync/internal/contract"
-	"github.com/sidesync/sidesync/internal/detect"
-	"github.com/sidesync/sidesync/internal/redact"
-	"github.com/sidesync/sidesync/internal/restart"
+	"github.com/sidesync/sidesync/internal/pod/detect"
+	"github.com/sidesync/sidesync/internal/shared/contract"
+	"github.com/sidesync/sidesync/internal/shared/redact"
+	"github.com/sidesync/sidesync/internal/shared/restart"
 	"github.com/sidesync/sidesync/sidecar"
 )
 

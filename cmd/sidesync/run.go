@@ -10,14 +10,14 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sidesync/sidesync/internal/child"
-	"github.com/sidesync/sidesync/internal/config"
-	"github.com/sidesync/sidesync/internal/logfmt"
-	"github.com/sidesync/sidesync/internal/redact"
+	"github.com/sidesync/sidesync/internal/pod/child"
+	"github.com/sidesync/sidesync/internal/pod/logfmt"
+	"github.com/sidesync/sidesync/internal/shared/config"
+	"github.com/sidesync/sidesync/internal/shared/redact"
 )
 
 // Exit codes of sidesync's own (the command's codes pass through; see the README's table).

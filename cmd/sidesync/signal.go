@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/internal/pod/child"
 )
 
 // exitNoPerm is sysexits' EX_NOPERM: "sidesync signal" may not signal the process (another user,

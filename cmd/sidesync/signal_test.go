@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/internal/pod/child"
 )
 
 // running is a sidesync started in the background.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/internal/pod/child"
 )
 
 // forwarded are the signals passed on to the command: an explicit list, so that the Go

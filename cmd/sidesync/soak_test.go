@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/emulator"
-	"github.com/sidesync/sidesync/internal/procmem"
+	"github.com/sidesync/sidesync/internal/testing/emulator"
+	"github.com/sidesync/sidesync/internal/testing/procmem"
 )
 
 // The soaks look for the failures that show only once in thousands of runs (envoy-preflight

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sidesync/sidesync/internal/child"
+	"github.com/sidesync/sidesync/internal/pod/child"
 )
 
 // TestStateWords: every state of every phase prints the words the summary printed when states

@@ -143,7 +143,7 @@ func TestBinaryDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	for _, p := range []string{"net/http", "regexp", "github.com/sidesync/sidesync/internal/emulator", "github.com/sidesync/sidesync/internal/emuproc"} {
+	for _, p := range []string{"net/http", "regexp", "github.com/sidesync/sidesync/internal/testing/emulator", "github.com/sidesync/sidesync/internal/testing/emuproc"} {
 		for _, dep := range strings.Fields(string(std)) {
 			if dep == p {
 				t.Errorf("sidesync links %s", p)

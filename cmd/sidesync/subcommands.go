@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/sidesync/sidesync/internal/config"
+	"github.com/sidesync/sidesync/internal/shared/config"
 )
 
 // subcmd is one of sidesync's subcommands. The table (subcommands) drives dispatch, help, the

@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sidesync/sidesync/internal/logfmt"
-	"github.com/sidesync/sidesync/internal/redact"
+	"github.com/sidesync/sidesync/internal/pod/logfmt"
+	"github.com/sidesync/sidesync/internal/shared/redact"
 )
 
 // exitCode is the one mapping from what happened to sidesync's exit code (the table in the

@@ -10,7 +10,7 @@
 package profiles
 
 import (
-	"github.com/sidesync/sidesync/internal/catalog"
+	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/sidecar"
 )
 

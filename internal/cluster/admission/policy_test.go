@@ -1,0 +1,501 @@
+package admission
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/shared/contract"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/testing/kubetest"
+)
+
+var testPolicy = PolicyOptions{Version: "v0.1.0", Image: "ghcr.io/sidesync/sidesync:v0.1.0", Delivery: inject.InitCopy}
+
+// install creates objects (typed API values) on the cluster.
+func installObjects(t *testing.T, c *kubetest.Cluster, objs ...any) {
+	t.Helper()
+	paths := map[string]string{
+		"MutatingAdmissionPolicy":          "mutatingadmissionpolicies",
+		"MutatingAdmissionPolicyBinding":   "mutatingadmissionpolicybindings",
+		"ValidatingAdmissionPolicy":        "validatingadmissionpolicies",
+		"ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+	}
+	for _, o := range objs {
+		j, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(j, &m); err != nil {
+			t.Fatal(err)
+		}
+		r := c.Send(t, "POST", "/apis/admissionregistration.k8s.io/v1/"+paths[m["kind"].(string)], j)
+		if r.Code != 201 {
+			t.Fatalf("creating %s: %d %s", m["kind"], r.Code, r.Body)
+		}
+	}
+}
+
+// testPod is a pod of the given containers.
+func testPod(name string, labels, ann map[string]string, containers ...map[string]any) map[string]any {
+	meta := map[string]any{"name": name}
+	for key, m := range map[string]map[string]string{"labels": labels, "annotations": ann} {
+		if m == nil {
+			continue
+		}
+		obj := map[string]any{}
+		for k, v := range m {
+			obj[k] = v
+		}
+		meta[key] = obj
+	}
+	var cs []any
+	for _, c := range containers {
+		cs = append(cs, c)
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": map[string]any{"containers": cs, "restartPolicy": "Never"}}
+}
+
+func testApp(name string) map[string]any {
+	return map[string]any{"name": name, "image": "example/app:1", "command": []any{"/app"}, "args": []any{"--x=$(Y)"}}
+}
+
+// waitMutating waits until both policies act on a new pod in ns, one selected by its
+// namespace and one by its own label: the API server loads policies and bindings
+// asynchronously.
+func waitMutating(t *testing.T, c *kubetest.Cluster, ns string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for _, labels := range []map[string]string{nil, {InjectLabel: Enabled}} {
+		for {
+			r := c.Send(t, "POST", "/api/v1/namespaces/"+ns+"/pods?dryRun=All", testPod("probe", labels, nil, testApp("a")))
+			if r.Code == 201 && strings.Contains(string(r.Body), contract.InjectedAnnotation) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the policy never acted in %s on a pod labelled %v: %d %s", ns, labels, r.Code, r.Body)
+			}
+			time.Sleep(100 * time.Millisecond) // polling the API server's informers; bounded by the deadline
+		}
+	}
+}
+
+// ownedParts is what Apply owns of a stored pod: its spec and annotations, without the
+// ServiceAccount admission's projected volume, whose name is random.
+func ownedParts(t *testing.T, stored map[string]any) string {
+	t.Helper()
+	spec := stored["spec"].(map[string]any)
+	strip := func(l any, key string) []any {
+		var out []any
+		list, _ := l.([]any)
+		for _, e := range list {
+			if n, _ := e.(map[string]any)[key].(string); strings.HasPrefix(n, "kube-api-access-") {
+				continue
+			}
+			out = append(out, e)
+		}
+		return out
+	}
+	spec["volumes"] = strip(spec["volumes"], "name")
+	for _, f := range []string{"containers", "initContainers"} {
+		list, _ := spec[f].([]any)
+		for _, c := range list {
+			c := c.(map[string]any)
+			c["volumeMounts"] = strip(c["volumeMounts"], "name")
+		}
+	}
+	ann := stored["metadata"].(map[string]any)["annotations"]
+	out, err := yaml.Marshal(map[string]any{"annotations": ann, "spec": spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// examplePods are the pods of deploy/examples/plain and inject's testdata, each workload's pod
+// template as a Pod.
+func examplePods(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	files, _ := filepath.Glob("../../../deploy/examples/plain/*.yaml")
+	more, _ := filepath.Glob("../inject/testdata/*.yaml")
+	corpus, _ := filepath.Glob("../../testing/corpus/testdata/*.yaml")
+	pods := map[string]map[string]any{}
+	for _, f := range slices.Concat(files, more, corpus) {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(src), -1) {
+			j, err := yaml.YAMLToJSON([]byte(doc))
+			if err != nil || string(j) == "null" {
+				continue
+			}
+			d := json.NewDecoder(bytes.NewReader(j))
+			d.UseNumber()
+			var obj map[string]any
+			if err := d.Decode(&obj); err != nil {
+				t.Fatal(err)
+			}
+			w, err := manifest.Locate(obj, manifest.TypeMeta{})
+			if err != nil || w == nil || w.Template["spec"] == nil {
+				continue
+			}
+			if _, _, err := inject.Apply(obj, manifest.TypeMeta{}, inject.Options{Version: "v", Image: "i"}, nil); err != nil {
+				continue // inject refuses it: nothing to compare
+			}
+			name := fmt.Sprintf("%s-%d", strings.TrimSuffix(filepath.Base(f), ".yaml"), i)
+			meta, _ := w.Template["metadata"].(map[string]any)
+			m := map[string]any{}
+			for k, v := range meta {
+				m[k] = v
+			}
+			m["name"] = name
+			delete(m, "namespace")
+			pods[name] = map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": m, "spec": w.Template["spec"]}
+		}
+	}
+	if len(pods) < 10 {
+		t.Fatalf("only %d example pods", len(pods))
+	}
+	return pods
+}
+
+// startPolicy starts a kube-apiserver with the policies of delivery d installed, and waits until
+// they act in the selected namespace "sel"; "plain" is not selected.
+func startPolicy(t *testing.T, d inject.Delivery) *kubetest.Cluster {
+	t.Helper()
+	c := kubetest.Start(t)
+	o := testPolicy
+	o.Delivery = d
+	policies, bindings, err := Policy(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range policies {
+		installObjects(t, c, p)
+	}
+	for _, b := range bindings {
+		installObjects(t, c, b)
+	}
+	c.CreateNamespaceLabelled(t, "sel", map[string]string{InjectLabel: Enabled})
+	c.CreateNamespace(t, "plain")
+	waitMutating(t, c, "sel")
+	return c
+}
+
+// applied is inject.Apply's pod for pod, with the default options of delivery d.
+func applied(t *testing.T, pod map[string]any, d inject.Delivery) (map[string]any, inject.Report) {
+	t.Helper()
+	o := inject.Options{Version: testPolicy.Version, Image: testPolicy.Image, Delivery: d}
+	out, r, err := inject.Apply(pod, manifest.TypeMeta{}, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, r
+}
+
+// checkSame creates pod in "sel", where the policy acts, and Apply's result in "plain", where
+// nothing acts, and compares what the API server stored of both.
+func checkSame(t *testing.T, c *kubetest.Cluster, pod map[string]any, d inject.Delivery) inject.Report {
+	t.Helper()
+	if rp, _ := pod["spec"].(map[string]any)["restartPolicy"].(string); rp == "" || rp == "Always" {
+		// Namespace-wide selection is for pods that run to completion (RunsToCompletion): this
+		// one opts in itself.
+		pod = deepCopyJSON(t, pod)
+		meta := pod["metadata"].(map[string]any)
+		labels, _ := meta["labels"].(map[string]any)
+		if labels == nil {
+			labels = map[string]any{}
+		}
+		labels[InjectLabel] = Enabled
+		meta["labels"] = labels
+	}
+	want, r := applied(t, pod, d)
+	if sa, _ := pod["spec"].(map[string]any)["serviceAccountName"].(string); sa != "" {
+		for _, ns := range []string{"sel", "plain"} {
+			// a name the API server refuses leaves the pod refused both ways
+			c.Send(t, "POST", "/api/v1/namespaces/"+ns+"/serviceaccounts", map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": sa}})
+		}
+	}
+	rGot := c.Send(t, "POST", "/api/v1/namespaces/sel/pods", pod)
+	rExp := c.Send(t, "POST", "/api/v1/namespaces/plain/pods", want)
+	if rGot.Code != 201 || rExp.Code != 201 {
+		if rGot.Code != rExp.Code {
+			t.Errorf("%s: the API server answered %d to the policy's pod, %d to inject's: %s %s", r.Object, rGot.Code, rExp.Code, rGot.Body, rExp.Body)
+		} else {
+			t.Logf("%s: refused either way (%d), as an invalid pod", r.Object, rGot.Code)
+		}
+		return r
+	}
+	var storedGot, storedExp map[string]any
+	if err := json.Unmarshal(rGot.Body, &storedGot); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(rExp.Body, &storedExp); err != nil {
+		t.Fatal(err)
+	}
+	got, exp := ownedParts(t, storedGot), ownedParts(t, storedExp)
+	if got != exp {
+		t.Errorf("%s: the policy's pod differs from inject's (%s)\n--- inject:\n%s\n--- policy:\n%s", r.Object, r, exp, got)
+	}
+	// The webhook, called on what the policy stored (both installed, or the webhook installed
+	// later and the pod created again by its controller), changes nothing.
+	o := inject.Options{Version: testPolicy.Version, Image: testPolicy.Image, Delivery: d}
+	if ops, rep, err := inject.Patch(rGot.Body, manifest.TypeMeta{}, o, nil); err != nil || len(ops) > 0 {
+		j, _ := json.Marshal(ops)
+		t.Errorf("%s: the webhook would change the policy's pod: %v, %s (%s)", r.Object, err, j, rep)
+	}
+	return r
+}
+
+func testExamples(t *testing.T, d inject.Delivery) {
+	c := startPolicy(t, d)
+	wrapped := 0
+	for name, pod := range examplePods(t) {
+		t.Run(name, func(t *testing.T) {
+			r := checkSame(t, c, pod, d)
+			t.Log(r)
+			if len(r.Wrapped) > 0 {
+				wrapped++
+			}
+		})
+	}
+	if wrapped < 20 {
+		t.Errorf("only %d example pods were wrapped", wrapped)
+	}
+}
+
+// TestPolicyExamples: every example pod, created where the MutatingAdmissionPolicy acts (no
+// webhook runs), is stored as inject.Apply's pod is.
+func TestPolicyExamplesInitCopy(t *testing.T) {
+	t.Parallel()
+	testExamples(t, inject.InitCopy)
+}
+
+func TestPolicyExamplesImageVolume(t *testing.T) {
+	t.Parallel()
+	testExamples(t, inject.ImageVolume)
+}
+
+// TestPolicyCases: a pod of 50 apps (the CEL's cost), several apps, and the pods the policy must
+// leave alone.
+func TestPolicyCases(t *testing.T) {
+	t.Parallel()
+	c := startPolicy(t, inject.InitCopy)
+	c.CreateNamespaceLabelled(t, "kube-system-like", map[string]string{InjectLabel: Enabled})
+
+	t.Run("50 containers", func(t *testing.T) {
+		var cs []map[string]any
+		for i := range 50 {
+			cs = append(cs, testApp(fmt.Sprintf("app-%d", i)))
+		}
+		cs[7] = map[string]any{"name": "istio-proxy", "image": "istio/proxyv2:1.28.0", "args": []any{"proxy"}}
+		r := checkSame(t, c, testPod("fifty", nil, map[string]string{"sidecar.istio.io/status": "{}"}, cs...), inject.InitCopy)
+		if len(r.Wrapped) != 49 {
+			t.Errorf("inject wrapped %d: %s", len(r.Wrapped), r)
+		}
+	})
+	t.Run("native sidecars with flags and ports", func(t *testing.T) {
+		proxy := map[string]any{"name": "proxy", "image": "gcr.io/cloud-sql-connectors/cloud-sql-proxy:2", "restartPolicy": "Always",
+			"args":         []any{"--health-check", "--http-port", "9190", "--quitquitquit=false", "db"},
+			"startupProbe": map[string]any{"httpGet": map[string]any{"path": "/startup", "port": 9190}}}
+		pod := testPod("native", nil, map[string]string{"dapr.io/enabled": "true", "dapr.io/http-port": "3600"}, testApp("a"), testApp("b"),
+			map[string]any{"name": "daprd", "image": "daprio/daprd", "args": []any{"./daprd"}})
+		pod["spec"].(map[string]any)["initContainers"] = []any{proxy}
+		r := checkSame(t, c, pod, inject.InitCopy)
+		if len(r.Wrapped) != 2 || len(r.Sidecars) != 2 || !strings.Contains(strings.Join(r.Sidecars, " "), "startup-probe=true") {
+			t.Errorf("inject: %s %q", r, r.Sidecars)
+		}
+	})
+
+	unchanged := func(t *testing.T, ns string, pod map[string]any) {
+		t.Helper()
+		stored := c.CreatePod(t, ns, pod)
+		if ann, _ := stored["metadata"].(map[string]any)["annotations"].(map[string]any); ann[contract.InjectedAnnotation] != nil {
+			t.Errorf("%s/%s was injected: %v", ns, pod["metadata"].(map[string]any)["name"], ann)
+		}
+		ref := deepCopyJSON(t, pod)
+		ref["metadata"].(map[string]any)["name"] = pod["metadata"].(map[string]any)["name"].(string) + "-ref"
+		refNS := ns
+		if ns == "sel" {
+			refNS = "plain"
+		}
+		want := c.CreatePod(t, refNS, ref)
+		if ownedParts(t, stored) != ownedParts(t, want) {
+			t.Errorf("%s/%s was changed", ns, pod["metadata"].(map[string]any)["name"])
+		}
+	}
+	noCommand := testApp("b")
+	delete(noCommand, "command")
+	for name, tc := range map[string]struct {
+		ns  string
+		pod map[string]any
+	}{
+		"unselected namespace":  {"plain", testPod("u1", nil, nil, testApp("a"))},
+		"opt-out label":         {"sel", testPod("u2", map[string]string{InjectLabel: Disabled}, nil, testApp("a"))},
+		"opt-out annotation":    {"sel", testPod("u3", nil, map[string]string{InjectLabel: OptOutAnnotationValue}, testApp("a"))},
+		"app without a command": {"sel", testPod("u4", nil, nil, testApp("a"), noCommand)},
+		"sidecars only":         {"sel", testPod("u5", nil, nil, map[string]any{"name": "istio-proxy", "image": "istio/proxyv2", "args": []any{"proxy"}})},
+	} {
+		t.Run(name, func(t *testing.T) { unchanged(t, tc.ns, tc.pod) })
+	}
+	t.Run("excluded namespace by its name label", func(t *testing.T) {
+		o := Options{Namespace: "kube-system-like"}
+		if got := o.excluded().Values; got[len(got)-1] != "kube-system-like" {
+			t.Fatalf("excluded %q", got)
+		}
+		policies, bindings, err := Policy(PolicyOptions{Version: testPolicy.Version, Image: testPolicy.Image, Namespace: "kube-system-like"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bindings {
+			if !strings.Contains(fmt.Sprint(b.Spec.MatchResources.NamespaceSelector), "kube-system-like") {
+				t.Errorf("binding %s does not exclude the namespace: %v", b.Name, b.Spec.MatchResources.NamespaceSelector)
+			}
+		}
+		_ = policies
+		// The installed policy excludes kube-system by the same selector: a pod there stays as it
+		// is, whatever its labels.
+		if code := c.Do(t, "PATCH", "/api/v1/namespaces/kube-system", map[string]any{"metadata": map[string]any{"labels": map[string]any{InjectLabel: Enabled}}}, nil); code != 200 {
+			t.Fatalf("labelling kube-system: %d", code)
+		}
+		c.CreateServiceAccount(t, "kube-system", "default")
+		unchanged(t, "kube-system", testPod("u6", map[string]string{InjectLabel: Enabled}, nil, testApp("a")))
+	})
+}
+
+// TestBackstop: with neither webhook nor policy, a selected pod admitted unwrapped gets the
+// backstop's warning, and a wrapped one, an unselected one and an opted-out one none.
+func TestBackstop(t *testing.T) {
+	t.Parallel()
+	c := kubetest.Start(t)
+	policy, bindings := Backstop(Options{})
+	installObjects(t, c, policy)
+	for _, b := range bindings {
+		installObjects(t, c, b)
+	}
+	c.CreateNamespaceLabelled(t, "sel", map[string]string{InjectLabel: Enabled})
+	c.CreateNamespace(t, "plain")
+	warned := func(ns string, pod map[string]any) bool {
+		r := c.Send(t, "POST", "/api/v1/namespaces/"+ns+"/pods", pod)
+		if r.Code != 201 {
+			t.Fatalf("%s: %d %s (the backstop must never deny)", ns, r.Code, r.Body)
+		}
+		for _, w := range r.Warnings {
+			if strings.Contains(w, BackstopMessage) {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for _, labels := range []map[string]string{nil, {InjectLabel: Enabled}} {
+		for i := 0; !warned("sel", testPod(fmt.Sprintf("first-%d-%d", len(labels), i), labels, nil, testApp("a"))); i++ {
+			if time.Now().After(deadline) {
+				t.Fatalf("no warning for an unwrapped pod labelled %v in a selected namespace", labels)
+			}
+			time.Sleep(100 * time.Millisecond) // the API server loads policies and bindings asynchronously
+		}
+	}
+	forever := testPod("forever", nil, nil, testApp("a"))
+	forever["spec"].(map[string]any)["restartPolicy"] = "Always"
+	wrappedPod, r := applied(t, testPod("wrapped", nil, nil, testApp("a")), inject.InitCopy)
+	if len(r.Wrapped) != 1 {
+		t.Fatal(r)
+	}
+	for name, tc := range map[string]struct {
+		ns   string
+		pod  map[string]any
+		want bool
+	}{
+		"unwrapped, explicit":    {"plain", testPod("explicit", map[string]string{InjectLabel: Enabled}, nil, testApp("a")), true},
+		"wrapped":                {"sel", wrappedPod, false},
+		"skipped":                {"sel", testPod("skipped", nil, map[string]string{SkippedAnnotation: "no command"}, testApp("a")), false},
+		"unselected":             {"plain", testPod("plain", nil, nil, testApp("a")), false},
+		"runs forever":           {"sel", forever, false},
+		"opted out (label)":      {"sel", testPod("out1", map[string]string{InjectLabel: Disabled}, nil, testApp("a")), false},
+		"opted out (annotation)": {"sel", testPod("out2", nil, map[string]string{InjectLabel: OptOutAnnotationValue}, testApp("a")), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := warned(tc.ns, tc.pod); got != tc.want {
+				t.Errorf("warned %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func deepCopyJSON(t *testing.T, v map[string]any) map[string]any {
+	t.Helper()
+	j, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(j, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestBackstopOnlyWarns: the backstop's bindings warn and audit, never deny, and select as the
+// webhooks do; its policy fails open.
+func TestBackstopOnlyWarns(t *testing.T) {
+	policy, bindings := Backstop(Options{Namespace: "sidesync-system"})
+	if *policy.Spec.FailurePolicy != admissionregistrationv1.Ignore {
+		t.Errorf("failurePolicy %s", *policy.Spec.FailurePolicy)
+	}
+	hooks := MutatingWebhookConfiguration(Options{Namespace: "sidesync-system"}).Webhooks
+	if len(bindings) != len(hooks) {
+		t.Fatalf("%d bindings for %d webhooks", len(bindings), len(hooks))
+	}
+	for i, b := range bindings {
+		if !reflect.DeepEqual(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn, admissionregistrationv1.Audit}) {
+			t.Errorf("%s: actions %q", b.Name, b.Spec.ValidationActions)
+		}
+		if !reflect.DeepEqual(b.Spec.MatchResources.NamespaceSelector, hooks[i].NamespaceSelector) || !reflect.DeepEqual(b.Spec.MatchResources.ObjectSelector, hooks[i].ObjectSelector) {
+			t.Errorf("%s selects otherwise than webhook %s", b.Name, hooks[i].Name)
+		}
+	}
+}
+
+// TestPolicySelectsAsTheWebhooks: one policy per webhook, with its failure policy, selectors,
+// match conditions and reinvocation; the same policy for the same options.
+func TestPolicySelectsAsTheWebhooks(t *testing.T) {
+	policies, bindings, err := Policy(PolicyOptions{Version: "v1", Image: "img:1", Namespace: "sidesync-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, err := Policy(PolicyOptions{Version: "v1", Image: "img:1", Namespace: "sidesync-system"})
+	if err != nil || !reflect.DeepEqual(policies, again) {
+		t.Errorf("Policy is not deterministic (%v)", err)
+	}
+	hooks := MutatingWebhookConfiguration(Options{Namespace: "sidesync-system"}).Webhooks
+	for i, h := range hooks {
+		p, b := policies[i], bindings[i]
+		if p.Name != h.Name || b.Spec.PolicyName != p.Name || *p.Spec.FailurePolicy != *h.FailurePolicy || p.Spec.ReinvocationPolicy != *h.ReinvocationPolicy {
+			t.Errorf("policy %s (%s, %s) for webhook %s (%s, %s)", p.Name, *p.Spec.FailurePolicy, p.Spec.ReinvocationPolicy, h.Name, *h.FailurePolicy, *h.ReinvocationPolicy)
+		}
+		if !reflect.DeepEqual(b.Spec.MatchResources.NamespaceSelector, h.NamespaceSelector) || !reflect.DeepEqual(b.Spec.MatchResources.ObjectSelector, h.ObjectSelector) {
+			t.Errorf("%s selects otherwise than its webhook", b.Name)
+		}
+		if len(p.Spec.MatchConditions) < len(h.MatchConditions) || !reflect.DeepEqual(p.Spec.MatchConditions[:len(h.MatchConditions)], h.MatchConditions) {
+			t.Errorf("%s: match conditions differ from the webhook's", p.Name)
+		}
+	}
+	if _, _, err := Policy(PolicyOptions{Version: "v1", Image: ""}); err == nil {
+		t.Error("no image: no error")
+	}
+}

@@ -1,0 +1,574 @@
+package chart
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sidesync/sidesync/internal/cluster/admission"
+)
+
+const testNamespace = "sidesync-system"
+
+// testCA is the PEM of a CA certificate, made once.
+var testCA = func() string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sidesync test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		panic(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}()
+
+// renderCase is one set of values and what the chart must make of it.
+type renderCase struct {
+	name        string
+	values      map[string]any
+	certManager bool
+	resolve     bool
+	caBundle    []byte // the webhook configurations' caBundle
+	secret      string // the Secret the injector reads
+	timeout     int32
+	extraArgs   []string // beyond the fixed ones, in order
+}
+
+func renderCases() []renderCase {
+	return []renderCase{
+		{name: "defaults", values: nil, certManager: true, secret: "sidesync-injector-tls", timeout: 10,
+			extraArgs: []string{"--delivery=init-copy", "--max-in-flight=16", "--log-format=json"}},
+		{name: "cert-manager", values: map[string]any{"certManager": map[string]any{"enabled": true}, "webhook": map[string]any{"timeoutSeconds": 7}},
+			certManager: true, secret: "sidesync-injector-tls", timeout: 7,
+			extraArgs: []string{"--delivery=init-copy", "--max-in-flight=16", "--log-format=json"}},
+		{name: "user-secret", values: map[string]any{
+			"certManager": map[string]any{"enabled": false},
+			"tls":         map[string]any{"secretName": "my-webhook-tls", "caBundle": testCA},
+			"delivery":    "image-volume", "logFormat": "", "maxInFlight": 16,
+		}, caBundle: []byte(testCA), secret: "my-webhook-tls", timeout: 10,
+			extraArgs: []string{"--delivery=image-volume", "--max-in-flight=16"}},
+		{name: "resolve", values: map[string]any{"resolve": map[string]any{"enabled": true, "registryAllow": []any{"10.0.0.0/8", "fd00::/8"}}},
+			certManager: true, resolve: true, secret: "sidesync-injector-tls", timeout: 10,
+			extraArgs: []string{"--delivery=init-copy", "--resolve", "--registry-allow=10.0.0.0/8,fd00::/8", "--max-in-flight=16", "--log-format=json"}},
+	}
+}
+
+func TestRender(t *testing.T) {
+	for _, c := range renderCases() {
+		t.Run(c.name, func(t *testing.T) {
+			objs, err := Render(c.values, testNamespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range checkRendered(objs, c) {
+				t.Error(p)
+			}
+		})
+	}
+}
+
+// checkRendered lists everything wrong with the chart's objects for c.
+func checkRendered(objs []map[string]any, c renderCase) []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kind, _ := o["kind"].(string)
+		kinds[kind]++
+		// Every typed object decodes strictly: a misspelled field is a failure here, not a field
+		// the API server drops in silence.
+		if into := typed(kind); into != nil {
+			if err := Decode(o, into); err != nil {
+				add("%v", err)
+			}
+		}
+		md, _ := o["metadata"].(map[string]any)
+		labels, _ := md["labels"].(map[string]any)
+		for k := range labels {
+			if strings.HasPrefix(k, "sidesync.io/") {
+				add("%s %v has the label %s: nothing of the injector's may carry a sidesync label", kind, md["name"], k)
+			}
+		}
+		if ns, ok := md["namespace"]; ok && ns != testNamespace {
+			add("%s %v is in namespace %v, not the release's", kind, md["name"], ns)
+		}
+	}
+	want := map[string]int{
+		"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Service": 1, "Deployment": 1,
+		"PodDisruptionBudget": 1, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1,
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 2,
+	}
+	if c.certManager {
+		want["Issuer"], want["Certificate"] = 2, 2
+	}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		add("objects by kind (-want +got):\n%s", diff)
+	}
+
+	var role rbacv1.ClusterRole
+	if o := Find(objs, "ClusterRole", ReleaseName); o == nil {
+		add("no ClusterRole %s", ReleaseName)
+	} else if err := Decode(o, &role); err == nil {
+		problems = append(problems, checkRBAC(&role, c.resolve)...)
+	}
+	var binding rbacv1.ClusterRoleBinding
+	if o := Find(objs, "ClusterRoleBinding", ReleaseName); o != nil && Decode(o, &binding) == nil {
+		wantSubj := []rbacv1.Subject{{Kind: "ServiceAccount", Name: ReleaseName, Namespace: testNamespace}}
+		if binding.RoleRef.Name != ReleaseName || binding.RoleRef.Kind != "ClusterRole" || !cmp.Equal(binding.Subjects, wantSubj) {
+			add("the ClusterRoleBinding binds %+v to %+v", binding.RoleRef, binding.Subjects)
+		}
+	}
+
+	var dep appsv1.Deployment
+	if o := Find(objs, "Deployment", ReleaseName); o == nil {
+		add("no Deployment %s", ReleaseName)
+		return problems
+	} else if err := Decode(o, &dep); err != nil {
+		return problems
+	}
+	problems = append(problems, checkDeployment(&dep, c)...)
+
+	var pdb policyv1.PodDisruptionBudget
+	if o := Find(objs, "PodDisruptionBudget", ReleaseName); o != nil && Decode(o, &pdb) == nil {
+		if pdb.Spec.MinAvailable == nil || *pdb.Spec.MinAvailable != intstr.FromInt32(1) || pdb.Spec.MaxUnavailable != nil {
+			add("the PodDisruptionBudget is not minAvailable 1: %+v", pdb.Spec)
+		}
+		if pdb.Spec.Selector == nil || !cmp.Equal(pdb.Spec.Selector.MatchLabels, dep.Spec.Selector.MatchLabels) {
+			add("the PodDisruptionBudget does not select the Deployment's pods")
+		}
+	}
+
+	var svc corev1.Service
+	if o := Find(objs, "Service", ReleaseName); o == nil {
+		add("no Service %s", ReleaseName)
+	} else if Decode(o, &svc) == nil {
+		problems = append(problems, checkService(&svc, &dep)...)
+	}
+
+	problems = append(problems, checkWebhooks(objs, c)...)
+	return problems
+}
+
+func checkDeployment(dep *appsv1.Deployment, c renderCase) []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	spec := &dep.Spec.Template.Spec
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 {
+		add("replicas: %v, want 2", dep.Spec.Replicas)
+	}
+	if !cmp.Equal(dep.Spec.Selector.MatchLabels, selectorSubset(dep.Spec.Template.Labels, dep.Spec.Selector.MatchLabels)) {
+		add("the Deployment's selector does not match its pods' labels")
+	}
+	spread := false
+	for _, t := range spec.TopologySpreadConstraints {
+		if t.TopologyKey == "kubernetes.io/hostname" && t.WhenUnsatisfiable == corev1.ScheduleAnyway &&
+			t.LabelSelector != nil && cmp.Equal(t.LabelSelector.MatchLabels, dep.Spec.Selector.MatchLabels) {
+			spread = true
+		}
+	}
+	if !spread {
+		add("no topologySpreadConstraint over kubernetes.io/hostname, ScheduleAnyway, selecting the pods")
+	}
+	if spec.ServiceAccountName != ReleaseName {
+		add("serviceAccountName %q", spec.ServiceAccountName)
+	}
+	problems = append(problems, checkRestricted(spec)...)
+	if len(spec.Containers) != 1 {
+		add("%d containers, want 1", len(spec.Containers))
+		return problems
+	}
+	ctr := spec.Containers[0]
+	if ctr.Image != "ghcr.io/sidesync/sidesync-injector:v0.1.0" {
+		add("image %q", ctr.Image)
+	}
+	wantArgs := append([]string{
+		"--listen=:8443", "--tls-cert-file=/tls/tls.crt", "--tls-key-file=/tls/tls.key", "--probe-listen=:8080",
+		"--namespace=$(POD_NAMESPACE)", "--image=ghcr.io/sidesync/sidesync:v0.1.0",
+	}, c.extraArgs...)
+	if diff := cmp.Diff(wantArgs, ctr.Args); diff != "" {
+		add("args (-want +got):\n%s", diff)
+	}
+	if len(ctr.Command) > 0 {
+		add("command %q: the image's entrypoint is the injector", ctr.Command)
+	}
+	podNS := false
+	for _, e := range ctr.Env {
+		if e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
+			podNS = true
+		}
+	}
+	if !podNS {
+		add("POD_NAMESPACE is not metadata.namespace from the downward API")
+	}
+	if ctr.Resources.Limits.Memory().IsZero() || ctr.Resources.Limits.Cpu().IsZero() || ctr.Resources.Requests.Memory().IsZero() {
+		add("resources without limits (or requests): %+v", ctr.Resources)
+	}
+	ports := map[string]int32{}
+	for _, p := range ctr.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["https"] != 8443 || ports["metrics"] != 8080 {
+		add("container ports %v, want https 8443 and metrics 8080", ports)
+	}
+	probe := func(name string, p *corev1.Probe, path string) {
+		if p == nil || p.HTTPGet == nil {
+			add("no %s probe", name)
+			return
+		}
+		if p.HTTPGet.Path != path || p.HTTPGet.Port != intstr.FromString("metrics") || (p.HTTPGet.Scheme != "" && p.HTTPGet.Scheme != corev1.URISchemeHTTP) {
+			add("%s probe %+v, want HTTP GET %s on the probe port", name, p.HTTPGet, path)
+		}
+	}
+	probe("liveness", ctr.LivenessProbe, admission.HealthzPath)
+	probe("readiness", ctr.ReadinessProbe, admission.ReadyzPath)
+	mounted := false
+	for _, m := range ctr.VolumeMounts {
+		if m.MountPath == "/tls" && m.ReadOnly && m.SubPath == "" {
+			for _, v := range spec.Volumes {
+				if v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == c.secret {
+					mounted = true
+				}
+			}
+		}
+	}
+	if !mounted {
+		add("the Secret %s is not mounted read-only at /tls (whole, so that renewals reach the pod)", c.secret)
+	}
+	return problems
+}
+
+// selectorSubset is labels restricted to the keys of sel.
+func selectorSubset(labels, sel map[string]string) map[string]string {
+	out := map[string]string{}
+	for k := range sel {
+		if v, ok := labels[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func checkService(svc *corev1.Service, dep *appsv1.Deployment) []string {
+	var problems []string
+	if !cmp.Equal(svc.Spec.Selector, dep.Spec.Selector.MatchLabels) {
+		problems = append(problems, "the Service does not select the Deployment's pods")
+	}
+	byName := map[string]corev1.ServicePort{}
+	for _, p := range svc.Spec.Ports {
+		byName[p.Name] = p
+	}
+	if p := byName["https"]; p.Port != ServicePort || p.TargetPort != intstr.FromString("https") {
+		problems = append(problems, fmt.Sprintf("the Service's https port %+v, want 443 to the container's https (8443)", p))
+	}
+	if p, ok := byName["metrics"]; !ok || p.TargetPort != intstr.FromString("metrics") {
+		problems = append(problems, "the Service has no metrics port to the container's")
+	}
+	return problems
+}
+
+// checkWebhooks compares the rendered webhook configurations and backstop with what
+// internal/cluster/admission makes for the same values: the same, but for the chart's labels and the
+// cert-manager annotation.
+func checkWebhooks(objs []map[string]any, c renderCase) []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	o := Options(testNamespace, ReleaseName, c.caBundle, c.timeout)
+	wantAnn := map[string]string(nil)
+	if c.certManager {
+		wantAnn = map[string]string{"cert-manager.io/inject-ca-from": testNamespace + "/sidesync-injector-tls"}
+	}
+	type meta interface {
+		GetLabels() map[string]string
+		SetLabels(map[string]string)
+		GetAnnotations() map[string]string
+		SetAnnotations(map[string]string)
+	}
+	compare := func(kind, name string, got, want meta, annotations map[string]string) {
+		obj := Find(objs, kind, name)
+		if obj == nil {
+			add("no %s %s", kind, name)
+			return
+		}
+		if err := Decode(obj, got); err != nil {
+			add("%v", err)
+			return
+		}
+		if l := got.GetLabels(); l["app.kubernetes.io/managed-by"] != "Helm" {
+			add("%s %s: labels %v, want the chart's", kind, name, l)
+		}
+		if diff := cmp.Diff(annotations, got.GetAnnotations()); diff != "" {
+			add("%s %s: annotations (-want +got):\n%s", kind, name, diff)
+		}
+		got.SetLabels(nil)
+		got.SetAnnotations(nil)
+		if diff := cmp.Diff(want, got); diff != "" {
+			add("%s %s differs from internal/cluster/admission's (-admission +chart):\n%s", kind, name, diff)
+		}
+	}
+	compare("MutatingWebhookConfiguration", admission.MutatingConfigName,
+		&admissionregistrationv1.MutatingWebhookConfiguration{}, admission.MutatingWebhookConfiguration(o), wantAnn)
+	compare("ValidatingWebhookConfiguration", admission.ValidatingConfigName,
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}, admission.ValidatingWebhookConfiguration(o), wantAnn)
+	policy, bindings := admission.Backstop(o)
+	compare("ValidatingAdmissionPolicy", policy.Name, &admissionregistrationv1.ValidatingAdmissionPolicy{}, policy, nil)
+	for _, b := range bindings {
+		compare("ValidatingAdmissionPolicyBinding", b.Name, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, b, nil)
+	}
+	return problems
+}
+
+// TestChecksCatch proves that the checks above fail: each case breaks one rendered object the
+// way a careless edit of the chart would, and the checks must say so.
+func TestChecksCatch(t *testing.T) {
+	c := renderCases()[0]
+	breakers := []struct {
+		name   string
+		want   string // in one of the problems
+		mutate func(objs []map[string]any) []map[string]any
+	}{
+		{"pods/exec", `pods/exec`, func(objs []map[string]any) []map[string]any {
+			role := Find(objs, "ClusterRole", ReleaseName)
+			role["rules"] = append(role["rules"].([]any), map[string]any{"apiGroups": []any{""}, "resources": []any{"pods/exec"}, "verbs": []any{"create"}})
+			return objs
+		}},
+		{"secrets without resolve", `/secrets`, func(objs []map[string]any) []map[string]any {
+			role := Find(objs, "ClusterRole", ReleaseName)
+			role["rules"] = append(role["rules"].([]any), map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"}, "verbs": []any{"get"}})
+			return objs
+		}},
+		{"one replica", "replicas", func(objs []map[string]any) []map[string]any {
+			dig(Find(objs, "Deployment", ReleaseName), "spec")["replicas"] = 1
+			return objs
+		}},
+		{"privilege escalation", "allowPrivilegeEscalation", func(objs []map[string]any) []map[string]any {
+			delete(containerOf(objs)["securityContext"].(map[string]any), "allowPrivilegeEscalation")
+			return objs
+		}},
+		{"capabilities", "capabilities", func(objs []map[string]any) []map[string]any {
+			containerOf(objs)["securityContext"].(map[string]any)["capabilities"] = map[string]any{"drop": []any{"NET_RAW"}}
+			return objs
+		}},
+		{"seccomp", "seccompProfile", func(objs []map[string]any) []map[string]any {
+			delete(containerOf(objs)["securityContext"].(map[string]any), "seccompProfile")
+			delete(dig(Find(objs, "Deployment", ReleaseName), "spec", "template", "spec", "securityContext"), "seccompProfile")
+			return objs
+		}},
+		{"writable root", "readOnlyRootFilesystem", func(objs []map[string]any) []map[string]any {
+			containerOf(objs)["securityContext"].(map[string]any)["readOnlyRootFilesystem"] = false
+			return objs
+		}},
+		{"root", "runAsNonRoot", func(objs []map[string]any) []map[string]any {
+			delete(containerOf(objs)["securityContext"].(map[string]any), "runAsNonRoot")
+			delete(dig(Find(objs, "Deployment", ReleaseName), "spec", "template", "spec", "securityContext"), "runAsNonRoot")
+			return objs
+		}},
+		{"a flag lost", "args", func(objs []map[string]any) []map[string]any {
+			ctr := containerOf(objs)
+			ctr["args"] = ctr["args"].([]any)[1:]
+			return objs
+		}},
+		{"no PDB", "PodDisruptionBudget", func(objs []map[string]any) []map[string]any {
+			return slices.DeleteFunc(objs, func(o map[string]any) bool { return o["kind"] == "PodDisruptionBudget" })
+		}},
+		{"a hand edit of the webhook", "differs from internal/cluster/admission's", func(objs []map[string]any) []map[string]any {
+			hooks := Find(objs, "MutatingWebhookConfiguration", admission.MutatingConfigName)["webhooks"].([]any)
+			hooks[0].(map[string]any)["failurePolicy"] = "Ignore"
+			return objs
+		}},
+		{"a typo", "unknown field", func(objs []map[string]any) []map[string]any {
+			dig(Find(objs, "Deployment", ReleaseName), "spec")["replica"] = 2
+			return objs
+		}},
+		{"a sidesync label", "sidesync label", func(objs []map[string]any) []map[string]any {
+			dig(Find(objs, "Deployment", ReleaseName), "metadata", "labels")[admission.InjectLabel] = admission.Enabled
+			return objs
+		}},
+	}
+	for _, b := range breakers {
+		t.Run(b.name, func(t *testing.T) {
+			objs, err := Render(c.values, testNamespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := checkRendered(objs, c); len(p) > 0 {
+				t.Fatalf("the chart as rendered already fails: %v", p)
+			}
+			problems := checkRendered(b.mutate(objs), c)
+			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, b.want) }) {
+				t.Errorf("broken, the checks found %q, none about %q", problems, b.want)
+			}
+		})
+	}
+}
+
+func dig(obj map[string]any, path ...string) map[string]any {
+	for _, p := range path {
+		obj = obj[p].(map[string]any)
+	}
+	return obj
+}
+
+func containerOf(objs []map[string]any) map[string]any {
+	spec := dig(Find(objs, "Deployment", ReleaseName), "spec", "template", "spec")
+	return spec["containers"].([]any)[0].(map[string]any)
+}
+
+// TestRenderRefuses: values the chart must refuse, with the reason.
+func TestRenderRefuses(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"no secret", map[string]any{"certManager": map[string]any{"enabled": false}, "tls": map[string]any{"caBundle": testCA}}, "tls.secretName is required"},
+		{"no CA", map[string]any{"certManager": map[string]any{"enabled": false}, "tls": map[string]any{"secretName": "s"}}, "tls.caBundle"},
+		{"base64 CA", map[string]any{"certManager": map[string]any{"enabled": false}, "tls": map[string]any{"secretName": "s", "caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"}}, "must be PEM"},
+		{"timeout", map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
+		{"delivery", map[string]any{"delivery": "copy"}, "delivery"},
+		{"registry CIDR", map[string]any{"resolve": map[string]any{"enabled": true, "registryAllow": []any{"registry.example.com"}}}, "registryAllow"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Render(c.values, testNamespace)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Render: %v, want an error about %q", err, c.want)
+			}
+		})
+	}
+	t.Run("kubeVersion", func(t *testing.T) {
+		dir, err := Dir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := renderDir(dir, ReleaseName, nil, testNamespace, "v1.32.9"); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
+			t.Errorf("rendered for Kubernetes 1.32: %v", err)
+		}
+		if _, err := renderDir(dir, ReleaseName, nil, testNamespace, "v1.33.0"); err != nil {
+			t.Errorf("Kubernetes 1.33: %v", err)
+		}
+	})
+}
+
+// TestGeneratedUpToDate: the committed generated templates of every chart are what the
+// generator writes now.
+func TestGeneratedUpToDate(t *testing.T) {
+	for _, ch := range Charts() {
+		dir, err := ch.Dir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := ch.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range sortedKeys(files) {
+			have, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+			if err != nil {
+				t.Errorf("%v: run go generate ./internal/cluster/chart", err)
+				continue
+			}
+			if !bytes.Equal(have, files[name]) {
+				t.Errorf("%s/%s is stale: run go generate ./internal/cluster/chart\n%s", string(ch), name, cmp.Diff(string(files[name]), string(have)))
+			}
+		}
+	}
+}
+
+// TestGeneratorRefusesLeftovers: a marker the generator did not replace is an error, not a
+// template.
+func TestGeneratorRefusesLeftovers(t *testing.T) {
+	o := admission.ValidatingWebhookConfiguration(markerOptions())
+	o.Webhooks[0].Name = markService + ".example.com" // a marker where the generator does not look
+	o.Webhooks[0].ClientConfig.Service.Name = "fixed"
+	_, err := templateOne(marked{obj: withMarkers(o, true), annotations: true, endpoint: true, namespace: true})
+	if err == nil {
+		t.Fatal("a configuration without the Service marker made a template")
+	}
+	plain := admission.ValidatingWebhookConfiguration(Options("ns", "svc", nil, 0))
+	if _, err := templateOne(marked{obj: withMarkers(plain, true), annotations: true, endpoint: true, namespace: true}); err == nil {
+		t.Fatal("a configuration without markers made a template")
+	}
+	if leftoverMarker("timeoutSeconds: 987654") == "" {
+		t.Fatal("the timeout marker is not seen")
+	}
+}
+
+// TestGeneratorEscapesActions: text that Helm would take for an action comes out as itself.
+func TestGeneratorEscapesActions(t *testing.T) {
+	o := admission.ValidatingWebhookConfiguration(markerOptions())
+	o.Webhooks[0].Name = "a{{ .Values }}b"
+	s, err := templateOne(marked{obj: withMarkers(o, true), annotations: true, endpoint: true, namespace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s, `a{{ "{{" }} .Values }}b`) {
+		t.Errorf("not escaped:\n%s", s)
+	}
+}
+
+// TestInstallGuide: docs/INSTALL.md gives the names internal/cluster/admission and the chart use.
+func TestInstallGuide(t *testing.T) {
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "..", "..", "..", "docs", "INSTALL.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, want := range []string{
+		"helm install sidesync-injector deploy/chart/sidesync-injector -n sidesync-system --create-namespace",
+		"helm template sidesync-injector deploy/chart/sidesync-injector -n sidesync-system",
+		"kubectl label namespace NS " + admission.InjectLabel + "=" + admission.Enabled,
+		admission.InjectLabel + ": " + admission.Disabled,
+		admission.InjectLabel + `: "` + admission.OptOutAnnotationValue + `"`,
+		admission.SkippedAnnotation,
+		admission.MutatingConfigName, admission.ValidatingConfigName, admission.BackstopPolicy,
+		admission.ExplicitWebhook, admission.NamespaceWebhook,
+		".webhooks[]?.clientConfig.caBundle",
+		"https://github.com/argoproj/argo-cd/issues/1487", "https://github.com/argoproj/argo-cd/issues/4326",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/INSTALL.md does not say %q", want)
+		}
+	}
+}
+
+// TestRenderDoesNotChangeValues: Helm's coalescing writes into the values it is given; Render
+// gives it a copy.
+func TestRenderDoesNotChangeValues(t *testing.T) {
+	values := map[string]any{"resolve": map[string]any{"enabled": true}}
+	if _, err := Render(values, testNamespace); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"resolve": map[string]any{"enabled": true}}, values); diff != "" {
+		t.Errorf("values changed:\n%s", diff)
+	}
+}

@@ -1,0 +1,348 @@
+package lint
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sidesync/sidesync/internal/shared/catalog"
+	"github.com/sidesync/sidesync/internal/shared/config"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
+)
+
+// Rule names: stable, for --output json and for tests. The rules that find a sidecar's endpoint
+// switched off are named in the catalog's rows (catalog.Switch.Rule).
+const (
+	RuleNeverQuits       = "sidecar-never-quits"             // a classic sidecar that nothing tells to quit
+	RulePartlyWrapped    = "apps-partly-wrapped"             // some apps run sidesync, others not, or without their peers
+	RuleWrapperConfig    = "wrapper-refuses-config"          // the sidesync in an app exits 2 on its settings
+	RuleNoStartupProbe   = "native-sidecar-no-startup-probe" // Kubernetes does not wait for it
+	RuleFailurePolicy    = "pod-failure-policy-no-container" // onExitCodes that sidecars trip
+	RuleRestartsInPlace  = "restarts-in-place"               // the app runs again after its sidecars quit
+	RuleSeveralApps      = "several-containers-no-sidecar"   // a Job of several containers, one of which may never end
+	RuleAPIVersion       = "api-version-not-served"          // a CronJob of batch/v1beta1
+	RuleNoSidecar        = "no-sidecar"                      // info: nothing for sidesync to do here
+	RuleNativeWithProbes = "native-sidecars-only"            // info: Kubernetes orders and stops them
+)
+
+// neverCompletesTheKind ends the message of a sidecar that keeps its pod from completing.
+const neverCompletesTheKind = "so the %s never completes"
+
+// neverQuits (rule 1): in a pod that runs to completion, a classic sidecar that nothing tells
+// to quit keeps running after the app ends, and the pod never completes. A sidecar only
+// announced, which the injector may add as a native one, is a warning.
+func neverQuits(p *pod) []Finding {
+	if !p.completes {
+		return nil
+	}
+	var fs []Finding
+	for _, s := range p.classic() {
+		if p.toldQuit(s) {
+			continue
+		}
+		fix := "wrap the apps with sidesync (kubectl sidesync inject; an app without a command needs --resolve)"
+		if ws := p.wrapped(); len(ws) > 0 {
+			fix = "let the apps' sidesync quit it (" + whyNoQuit(ws) + ")"
+		}
+		if n := nativeFix(s); n != "" {
+			fix += ", or " + n
+		}
+		f := Finding{Severity: Error, Rule: RuleNeverQuits, Container: s.ContainerName(),
+			Message: who(s) + " is a classic sidecar and nothing tells it to quit: it keeps running after the app ends, " +
+				fmt.Sprintf(neverCompletesTheKind, p.Kind), Fix: fix}
+		if s.NativeMaybe {
+			f.Severity = Warning
+			f.Message = "if your mesh injects classic sidecars (" + s.Entry.Native.Why + "), " + f.Message
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// toldQuit reports whether something in the pod tells the sidecar to quit: sidesync in the apps,
+// the mesh's control plane (Kuma, for a Job's pod), or an app whose own command calls the
+// sidecar's quit endpoint (`curl -X POST localhost:15020/quitquitquit`) or runs
+// linkerd-await --shutdown.
+func (p *pod) toldQuit(s *catalog.Sidecar) bool {
+	if s.Entry == nil {
+		return false
+	}
+	if p.Kind != manifest.Pod && s.Entry.QuitsInJobs {
+		return true
+	}
+	quit := quitPath(s.Entry)
+	for _, a := range p.apps {
+		switch {
+		case a.w != nil && a.w.quits():
+			return true
+		case a.w != nil:
+			continue // its own words (--quit-url) are not calls
+		case callsQuit(a.c, quit), s.Entry.Name == "linkerd" && runsAwaitShutdown(a.c):
+			return true
+		}
+	}
+	return false
+}
+
+// whyNoQuit says why the apps' sidesync tells no sidecar to quit: "job runs --disabled".
+func whyNoQuit(ws []*appContainer) string {
+	var why []string
+	for _, a := range ws {
+		switch w := a.w; {
+		case w.err != nil:
+			why = append(why, a.c.Name+"'s does not start")
+		case w.mode != config.ModeRun:
+			why = append(why, a.c.Name+"'s only waits (sidesync wait)")
+		case w.cfg.Disabled:
+			why = append(why, a.c.Name+"'s runs --disabled")
+		case w.cfg.QuitPolicy == config.QuitNever:
+			why = append(why, a.c.Name+"'s runs with --quit never")
+		}
+	}
+	return strings.Join(why, ", ")
+}
+
+// quitPath is the path of the profile's quit call ("/quitquitquit"), or "" if it has none.
+func quitPath(e *catalog.Entry) string {
+	if e.Sidecar.Quit == nil {
+		return ""
+	}
+	u, err := url.Parse(e.Sidecar.Quit.URL)
+	if err != nil {
+		return ""
+	}
+	return u.Path
+}
+
+// nativeFix says how to make the sidecar native: the injector's annotation for one an injector
+// adds, else moving the container; "" when neither applies (Vault's injector has no native
+// sidecars).
+func nativeFix(s *catalog.Sidecar) string {
+	switch {
+	case s.Entry != nil && len(s.Entry.Native.Marks) > 0 && (s.Container == nil || s.Entry.Container == s.Container.Name):
+		return "have it injected as a native sidecar (" + s.Entry.Native.Marks[0].YAML() + ")"
+	case s.Container != nil && s.Entry != nil && len(s.Entry.Marks) == 0:
+		return "run it as a native sidecar (in initContainers, with restartPolicy: Always)"
+	case s.Container != nil && s.Entry == nil:
+		return "run it as a native sidecar (in initContainers, with restartPolicy: Always)"
+	}
+	return ""
+}
+
+// quitOff (one rule per switch, named in the catalog: linkerd-shutdown-off,
+// cloudsql-no-quitquitquit, vault-quit-off): a classic sidecar whose quit endpoint is off cannot
+// be told to quit, whoever tries.
+func quitOff(p *pod) []Finding {
+	if !p.completes {
+		return nil
+	}
+	never := fmt.Sprintf(neverCompletesTheKind, p.Kind)
+	var fs []Finding
+	for _, s := range p.classic() {
+		off := s.QuitOff
+		if off == nil {
+			continue
+		}
+		f := Finding{Severity: Error, Rule: off.Rule, Container: s.ContainerName(),
+			Message: who(s) + " is a classic sidecar whose " + off.What + " is off: nothing can tell it to quit, " + never,
+			Fix:     off.Fix}
+		if n := nativeFix(s); n != "" {
+			f.Fix += ", or " + n
+		}
+		switch {
+		case off.Hidden != "":
+			// Its value is in a ConfigMap, a Secret or a field: it may well be on.
+			f.Severity = Warning
+			f.Message = who(s) + " is a classic sidecar whose " + off.What + " is switched by " + off.Hidden +
+				", whose value the manifest does not show (valueFrom): unless it is true, nothing can tell it to quit, " + never
+			f.Fix = "make sure it is true, or give it a literal value"
+		case !off.Certain && s.Entry.QuitSwitch.Maybe != "":
+			f.Message = who(s) + " is a classic sidecar whose " + off.What + " is off unless the cluster turns it on (" +
+				s.Entry.QuitSwitch.Maybe + "): otherwise nothing can tell it to quit, " + never
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// readyOff (named in the catalog: cloudsql-no-health-check): a classic sidecar whose health
+// check is off cannot be waited for. A native one is for the startup-probe rule.
+func readyOff(p *pod) []Finding {
+	if !p.completes {
+		return nil
+	}
+	var fs []Finding
+	for _, s := range p.classic() {
+		switch off := s.ReadyOff; {
+		case off != nil && off.Hidden != "":
+			fs = append(fs, Finding{Severity: Warning, Rule: off.Rule, Container: s.ContainerName(),
+				Message: who(s) + "'s " + off.What + " is switched by " + off.Hidden + ", whose value the manifest does not show (valueFrom): unless it is true, sidesync cannot wait for it",
+				Fix:     "make sure it is true, or give it a literal value"})
+		case off != nil:
+			fs = append(fs, Finding{Severity: Warning, Rule: off.Rule, Container: s.ContainerName(),
+				Message: who(s) + " runs without its " + off.What + ": sidesync cannot wait for it, so the app may start before it is ready",
+				Fix:     off.Fix})
+		}
+	}
+	return fs
+}
+
+// partlyWrapped (new): with classic sidecars that sidesync tells to quit, every app must run
+// sidesync and know the others: a wrapper tells the sidecars to quit when its own command ends,
+// and it waits for the other apps only when it knows them (Argo's main and wait, an app and
+// its uploader).
+func partlyWrapped(p *pod) []Finding {
+	quitters := slices.DeleteFunc(p.wrapped(), func(a *appContainer) bool { return !a.w.quits() })
+	if !p.completes || len(quitters) == 0 || len(p.apps) < 2 || !slices.ContainsFunc(p.classic(), func(s *catalog.Sidecar) bool { return s.QuitOff == nil || !s.QuitOff.Certain }) {
+		return nil
+	}
+	if un := p.unwrapped(); len(un) > 0 {
+		w := p.wrapped()
+		return []Finding{{Severity: Error, Rule: RulePartlyWrapped, Container: un[0].c.Name,
+			Message: fmt.Sprintf("%s %s sidesync and %s %s not: the sidecars are told to quit when %s, while %s may still run and lose them",
+				containersOf(w), plural3(w, "runs", "run"), containersOf(un), plural3(un, "does", "do"), ending(w), names(un)),
+			Fix: "wrap every app container (kubectl sidesync inject wraps them all, and makes them peers)"}}
+	}
+	var alone []*appContainer
+	for _, a := range quitters {
+		if !a.w.knowsPeers(p, a) {
+			alone = append(alone, a)
+		}
+	}
+	if len(alone) == 0 {
+		return nil
+	}
+	return []Finding{{Severity: Error, Rule: RulePartlyWrapped, Container: alone[0].c.Name,
+		Message: fmt.Sprintf("%s %s the sidecars to quit when %s own command ends, without waiting for the other app containers: the first to end cuts the others' sidecars",
+			containersOf(alone), plural3(alone, "tells", "each tell"), plural3(alone, "its", "their")),
+		Fix: "inject again (kubectl sidesync inject makes the wrapped containers peers), or give each --peers, --state-dir (a shared emptyDir) and --container"}}
+}
+
+// wrapperConfig (new): sidesync refuses settings it cannot read: it exits 2 without running the
+// command, and never tells the sidecars to quit.
+func wrapperConfig(p *pod) []Finding {
+	var fs []Finding
+	for _, a := range p.wrapped() {
+		if a.w.err == nil {
+			continue
+		}
+		msg := strings.ReplaceAll(a.w.err.Error(), "\n", "; ")
+		fs = append(fs, Finding{Severity: Error, Rule: RuleWrapperConfig, Container: a.c.Name,
+			Message: "container " + a.c.Name + " runs sidesync with settings it refuses (" + msg + "): it exits 2 without running the command",
+			Fix:     "correct the flags or SIDESYNC_* variables named"})
+	}
+	return fs
+}
+
+// nativeWithoutStartupProbe (rule 5): Kubernetes starts the next containers as soon as a native
+// sidecar's process runs, unless it has a startup probe. sidesync in the app waits for a
+// sidecar it knows whose health check is on, so that case is fine; for one whose health check is
+// off, the fix is to switch it on and probe it, never to wrap the app.
+func nativeWithoutStartupProbe(p *pod) []Finding {
+	var fs []Finding
+	for _, s := range p.sorted.Sidecars {
+		if !s.Native || s.Container == nil || s.StartupProbe || p.waitsFor(s) {
+			continue
+		}
+		fix := "add a startupProbe, or wrap the apps with sidesync (kubectl sidesync inject), which waits for it"
+		switch {
+		case s.ReadyOff != nil && s.ReadyOff.Hidden == "":
+			fix = s.ReadyOff.Fix + " and a startupProbe on it"
+		case s.Entry == nil:
+			fix = "add a startupProbe, or wrap the apps with sidesync and name this sidecar (--sidecar http:ready=URL)"
+		case s.Profile.Ready == nil:
+			fix = "add a startupProbe"
+		}
+		fs = append(fs, Finding{Severity: Warning, Rule: RuleNoStartupProbe, Container: s.Container.Name,
+			Message: who(s) + " is a native sidecar without a startupProbe: Kubernetes starts the app as soon as the sidecar's process runs, ready or not",
+			Fix:     fix})
+	}
+	return fs
+}
+
+// waitsFor reports whether sidesync in one of the apps waits for the sidecar: a profile with a
+// health check that is on.
+func (p *pod) waitsFor(s *catalog.Sidecar) bool {
+	if s.Entry == nil || s.Profile.Ready == nil {
+		return false
+	}
+	return slices.ContainsFunc(p.wrapped(), func(a *appContainer) bool { return a.w.waits() })
+}
+
+// failurePolicyWithoutContainer (rule 6): a podFailurePolicy rule on exit codes without a
+// containerName looks at every container, native sidecars included, which the kubelet stops
+// with SIGTERM or SIGKILL (143, 137).
+func failurePolicyWithoutContainer(p *pod) []Finding {
+	if p.JobSpec == nil || len(p.sorted.Sidecars) == 0 && len(p.wrapped()) == 0 {
+		return nil
+	}
+	var fs []Finding
+	for i, r := range exitCodeRules(p.JobSpec) {
+		if r.container != "" {
+			continue
+		}
+		fs = append(fs, Finding{Severity: Warning, Rule: RuleFailurePolicy,
+			Message: "podFailurePolicy rule " + strconv.Itoa(i+1) + " (" + r.action + " on exit codes " + r.operator + " " + r.values +
+				") has no containerName: it also matches the sidecars' exit codes (137/143 when the kubelet kills them)",
+			Fix: "set containerName to the app's container (" + p.appNames() + ")"})
+	}
+	return fs
+}
+
+// exitCodeRule is a podFailurePolicy rule on exit codes, as much of it as lint reads.
+type exitCodeRule struct {
+	action, container, operator, values string
+}
+
+// exitCodeRules reads the podFailurePolicy's rules from the Job's spec; a rule that is not on
+// exit codes is the zero value with a container, so that nothing reports it.
+func exitCodeRules(job map[string]any) []exitCodeRule {
+	policy, _ := job["podFailurePolicy"].(map[string]any)
+	rules, _ := policy["rules"].([]any)
+	var out []exitCodeRule
+	for _, r := range rules {
+		rm, _ := r.(map[string]any)
+		codes, ok := rm["onExitCodes"].(map[string]any)
+		if !ok {
+			out = append(out, exitCodeRule{container: "-"})
+			continue
+		}
+		out = append(out, exitCodeRule{action: manifest.Str(rm, "action"), container: manifest.Str(codes, "containerName"),
+			operator: manifest.Str(codes, "operator"), values: fmt.Sprint(codes["values"])})
+	}
+	return out
+}
+
+// severalApps (new): a pod that runs to completion with several regular containers and no
+// sidecar sidesync knows may still hold one that never ends (a log shipper running tail -F, a
+// proxy nobody announced): it keeps the Job running (the Kubernetes documentation's own
+// example of the problem).
+func severalApps(p *pod) []Finding {
+	if !p.completes || len(p.sorted.Sidecars) > 0 || len(p.apps) < 2 {
+		return nil
+	}
+	return []Finding{{Severity: Warning, Rule: RuleSeveralApps,
+		Message: containersOf(p.apps) + " are regular containers and no sidecar sidesync knows is among them: if one of them never ends on its own (a log shipper, a proxy), it keeps the " + string(p.Kind) + " from completing",
+		Fix:     "run such a container as a native sidecar (in initContainers, with restartPolicy: Always), or name it to sidesync (--sidecar http:quit=URL) if it can be told to quit"}}
+}
+
+// nothingToDo (info): a pod without sidecars, or whose sidecars are all native with startup
+// probes, needs nothing of sidesync for its sidecars.
+func nothingToDo(p *pod) []Finding {
+	if len(p.sorted.Sidecars) == 0 {
+		if len(p.apps) > 1 && p.completes {
+			return nil // severalApps says what matters
+		}
+		return []Finding{{Severity: Info, Rule: RuleNoSidecar,
+			Message: "no sidecar found; sidesync is not needed for sidecars here (it still keeps exit codes and reaps zombies)"}}
+	}
+	for _, s := range p.sorted.Sidecars {
+		if !s.Native || !s.StartupProbe {
+			return nil
+		}
+	}
+	return []Finding{{Severity: Info, Rule: RuleNativeWithProbes,
+		Message: "every sidecar is native with a startup probe: Kubernetes already orders and stops them; sidesync is not needed for them"}}
+}

@@ -1,0 +1,14 @@
+// Package nodejobs runs sidesync's claims about pods as real Jobs on a real node: kubelet,
+// containerd and runc, started by internal/testing/kubetest in namespaces of their own. It has no code of
+// its own but the stand-in program in ./app; its tests are the point:
+//
+//   - every example of deploy/examples, as written there and injected for an image volume,
+//     completes; the plain manifest without sidesync stays Running with its app terminated;
+//   - the sidecars a mesh's webhook adds after inject ran (a webhook the test registers, from the
+//     catalog's container names and marks) are found through the downward API and through the
+//     API, and told to quit by their protocol;
+//   - restart rules, several apps, signals and native sidecars, as the README says.
+//
+// The node's binaries are built by .ci/build-kube.sh; without them, or without root, the tests
+// skip with one line saying why (they fail instead with SIDESYNC_NODE_REQUIRED=1, as in CI).
+package nodejobs
