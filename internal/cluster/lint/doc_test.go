@@ -10,11 +10,11 @@ import (
 
 var update = flag.Bool("update", false, "rewrite README.md's generated table of lint rules")
 
-// TestREADMERules: the README's table of lint rules is Rules rendered (go generate
+// TestREADMERules: the README's table of lint rules is Rules rendered from the table (go generate
 // ./internal/cluster/lint), so that a rule added or changed shows there.
 func TestREADMERules(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("<!-- generated from internal/cluster/lint by `go generate ./internal/cluster/lint`: edit Rules there -->\n")
+	b.WriteString("<!-- generated from internal/cluster/lint by `go generate ./internal/cluster/lint`: edit its rule table (rules.go) -->\n")
 	b.WriteString("| rule | severity | finds |\n| --- | --- | --- |\n")
 	seen := map[string]bool{}
 	for _, r := range Rules() {

@@ -79,16 +79,16 @@ func FromWorkload(w *manifest.Workload) (Object, error) {
 func (o Object) ID() string { return o.Name }
 
 // Lint returns the findings about one object, in a fixed order: rule by rule, in the order of
-// the pod's containers.
+// the table, and within a rule in the order of the pod's containers.
 func Lint(o Object) []Finding {
 	var fs []Finding
 	if o.Unsupported != "" {
-		fs = []Finding{{Severity: Error, Rule: RuleAPIVersion, Message: o.Unsupported,
-			Fix: "then lint it again; kubectl sidesync inject passes it through unchanged until then"}}
+		// An object lint cannot read has no pod for the other rules to check.
+		fs = notServed(&pod{Object: o})
 	} else {
 		p := newPod(o)
-		for _, check := range checks() {
-			fs = append(fs, check(p)...)
+		for _, r := range table {
+			fs = append(fs, r.check(p)...)
 		}
 	}
 	for i := range fs {
@@ -97,12 +97,14 @@ func Lint(o Object) []Finding {
 	return fs
 }
 
-// checks are the rules, in the order their findings are reported.
-func checks() []func(*pod) []Finding {
-	return []func(*pod) []Finding{
-		wrapperConfig, neverQuits, quitOff, partlyWrapped, readyOff, nativeWithoutStartupProbe,
-		failurePolicyWithoutContainer, restartsInPlace, severalApps, nothingToDo,
+// notServed (api-version-not-served): an object of an API version Kubernetes no longer serves
+// is not read, and so is the only rule Lint checks it for.
+func notServed(p *pod) []Finding {
+	if p.Unsupported == "" {
+		return nil
 	}
+	return []Finding{{Severity: Error, Rule: RuleAPIVersion, Message: p.Unsupported,
+		Fix: "then lint it again; kubectl sidesync inject passes it through unchanged until then"}}
 }
 
 // Counts sums up findings: errors and warnings (infos are not counted) in so many objects.

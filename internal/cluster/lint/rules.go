@@ -12,20 +12,77 @@ import (
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
-// Rule names: stable, for --output json and for tests. The rules that find a sidecar's endpoint
-// switched off are named in the catalog's rows (catalog.Switch.Rule).
+// Rule names: stable, for --output json and for tests; what each finds is in the table below.
+// The rules that find a sidecar's endpoint switched off are named in the catalog's rows
+// (catalog.Switch.Rule).
 const (
-	RuleNeverQuits       = "sidecar-never-quits"             // a classic sidecar that nothing tells to quit
-	RulePartlyWrapped    = "apps-partly-wrapped"             // some apps run sidesync, others not, or without their peers
-	RuleWrapperConfig    = "wrapper-refuses-config"          // the sidesync in an app exits 2 on its settings
-	RuleNoStartupProbe   = "native-sidecar-no-startup-probe" // Kubernetes does not wait for it
-	RuleFailurePolicy    = "pod-failure-policy-no-container" // onExitCodes that sidecars trip
-	RuleRestartsInPlace  = "restarts-in-place"               // the app runs again after its sidecars quit
-	RuleSeveralApps      = "several-containers-no-sidecar"   // a Job of several containers, one of which may never end
-	RuleAPIVersion       = "api-version-not-served"          // a CronJob of batch/v1beta1
-	RuleNoSidecar        = "no-sidecar"                      // info: nothing for sidesync to do here
-	RuleNativeWithProbes = "native-sidecars-only"            // info: Kubernetes orders and stops them
+	RuleNeverQuits       = "sidecar-never-quits"
+	RulePartlyWrapped    = "apps-partly-wrapped"
+	RuleWrapperConfig    = "wrapper-refuses-config"
+	RuleNoStartupProbe   = "native-sidecar-no-startup-probe"
+	RuleFailurePolicy    = "pod-failure-policy-no-container"
+	RuleRestartsInPlace  = "restarts-in-place"
+	RuleSeveralApps      = "several-containers-no-sidecar"
+	RuleAPIVersion       = "api-version-not-served"
+	RuleNoSidecar        = "no-sidecar"
+	RuleNativeWithProbes = "native-sidecars-only"
 )
+
+// rule is a row of lint's table: one rule, or one kind of catalog switch (a health check, a
+// quit endpoint) standing for the rule of each catalog row that has such a switch.
+type rule struct {
+	// id names the rule (a Rule constant); "" in a row of switches, whose rules the catalog
+	// names (catalog.Switch.Rule).
+	id string
+	// switchOf, in a row of switches, is the entry's switch of that kind, nil if it has none.
+	switchOf func(*catalog.Entry) *catalog.Switch
+	// severity, finds and short are the rule's RuleDoc; in a row of switches, finds is a format
+	// of the sidecar's title and what its switch turns on ("Linkerd", "/shutdown endpoint").
+	severity, finds, short string
+	// check finds the rule's findings in a pod, in the order of its containers.
+	check func(*pod) []Finding
+}
+
+// table is every rule, in the order they run and their findings are reported; Rules and the
+// README's table of rules are rendered from it. Read only.
+var table = []rule{
+	{id: RuleAPIVersion, severity: "error", check: notServed,
+		finds: "a CronJob of an API version Kubernetes no longer serves (`batch/v1beta1`, `batch/v2alpha1`): upgrade it to `batch/v1` (kubectl sidesync inject passes it through until then)",
+		short: "API version no longer served: use batch/v1"},
+	{id: RuleWrapperConfig, severity: "error", check: wrapperConfig,
+		finds: "an app runs sidesync with settings it refuses (flags, `SIDESYNC_*` variables): it exits 2 without running the command",
+		short: "sidesync refuses its settings: exit 2"},
+	{id: RuleNeverQuits, severity: "error or warning", check: neverQuits,
+		finds: "a classic sidecar (in the manifest, or announced by a mesh's injection annotation or label) and nothing to tell it to quit: the Job never completes; a warning when the mesh may inject it as a native sidecar",
+		short: "never told to quit: the Job never completes"},
+	{switchOf: func(e *catalog.Entry) *catalog.Switch { return e.QuitSwitch }, severity: "error", check: quitOff,
+		finds: "%s as a classic sidecar with its %s off: nothing can tell it to quit",
+		short: "quit endpoint off: the Job never completes"},
+	{id: RulePartlyWrapped, severity: "error", check: partlyWrapped,
+		finds: "several app containers with classic sidecars, some running sidesync and others not, or wrappers that do not know each other: the first to end cuts the others' sidecars",
+		short: "partly wrapped: first to end cuts sidecars"},
+	{switchOf: func(e *catalog.Entry) *catalog.Switch { return e.ReadySwitch }, severity: "warning", check: readyOff,
+		finds: "%s without its %s: sidesync cannot wait for it",
+		short: "health check off: sidesync cannot wait"},
+	{id: RuleNoStartupProbe, severity: "warning", check: nativeWithoutStartupProbe,
+		finds: "a native sidecar without a startup probe that sidesync does not wait for: the app starts before it is ready",
+		short: "no startupProbe: the app may start first"},
+	{id: RuleFailurePolicy, severity: "warning", check: failurePolicyWithoutContainer,
+		finds: "`onExitCodes` rules without `containerName`, which sidecars' 137 and 143 trip",
+		short: "onExitCodes without containerName"},
+	{id: RuleRestartsInPlace, severity: "error or warning", check: restartsInPlace,
+		finds: "restarts in place (`OnFailure`, `Always`, restart rules): an error when the app runs again after exit 0, or the sidesync it runs is told otherwise than the kubelet does (it would quit the sidecars before a restart, or keep them after the last exit); a warning to bound them otherwise",
+		short: "restarts in place: may run after quit"},
+	{id: RuleSeveralApps, severity: "warning", check: severalApps,
+		finds: "a Job of several regular containers and no sidecar sidesync knows: one that never ends on its own (a log shipper) keeps the Job running",
+		short: "one container that never ends holds the Job"},
+	{id: RuleNoSidecar, severity: "info", check: noSidecarFound,
+		finds: "no sidecar: nothing for sidesync to do for sidecars",
+		short: "no sidecar: nothing to do"},
+	{id: RuleNativeWithProbes, severity: "info", check: nativeSidecarsOnly,
+		finds: "every sidecar is native with a startup probe: Kubernetes orders and stops them",
+		short: "native sidecars only: not needed"},
+}
 
 // neverCompletesTheKind ends the message of a sidecar that keeps its pod from completing.
 const neverCompletesTheKind = "so the %s never completes"
@@ -328,15 +385,20 @@ func severalApps(p *pod) []Finding {
 		Fix:     "run such a container as a native sidecar (in initContainers, with restartPolicy: Always), or name it to sidesync (--sidecar http:quit=URL) if it can be told to quit"}}
 }
 
-// nothingToDo (info): a pod without sidecars, or whose sidecars are all native with startup
-// probes, needs nothing of sidesync for its sidecars.
-func nothingToDo(p *pod) []Finding {
+// noSidecarFound (info): a pod without sidecars needs nothing of sidesync for its sidecars.
+func noSidecarFound(p *pod) []Finding {
+	if len(p.sorted.Sidecars) > 0 || (len(p.apps) > 1 && p.completes) {
+		return nil // severalApps says what matters
+	}
+	return []Finding{{Severity: Info, Rule: RuleNoSidecar,
+		Message: "no sidecar found; sidesync is not needed for sidecars here (it still keeps exit codes and reaps zombies)"}}
+}
+
+// nativeSidecarsOnly (info): a pod whose sidecars are all native with startup probes needs
+// nothing of sidesync for its sidecars: Kubernetes orders and stops them.
+func nativeSidecarsOnly(p *pod) []Finding {
 	if len(p.sorted.Sidecars) == 0 {
-		if len(p.apps) > 1 && p.completes {
-			return nil // severalApps says what matters
-		}
-		return []Finding{{Severity: Info, Rule: RuleNoSidecar,
-			Message: "no sidecar found; sidesync is not needed for sidecars here (it still keeps exit codes and reaps zombies)"}}
+		return nil
 	}
 	for _, s := range p.sorted.Sidecars {
 		if !s.Native || !s.StartupProbe {
