@@ -66,10 +66,18 @@ type QuitOptions struct {
 // notStartedPoll is how often Quit tries a sidecar that has not started listening yet.
 const notStartedPoll = 100 * time.Millisecond
 
-// DefaultQuitBackoff is the retry policy of Quit: 3 retries, 100 ms, 200 ms, 400 ms apart.
-func DefaultQuitBackoff() Backoff {
-	return Limit(Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, DefaultQuitRetries)
+// QuitBackoff is the retry policy of a quit, the one home of it: at most retries retries,
+// 100 ms apart at first, twice as long each time, never more than 1 s apart (100 ms, 200 ms,
+// 400 ms, 800 ms, 1 s, 1 s, ...). The delays start short because the pod waits on the quit,
+// and the cap keeps many retries within a quit timeout of seconds. sidesync's --quit-retries
+// gives retries.
+func QuitBackoff(retries int) Backoff {
+	return Limit(Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, retries)
 }
+
+// DefaultQuitBackoff is the retry policy of Quit when QuitOptions.Backoff is nil:
+// QuitBackoff(DefaultQuitRetries), that is 3 retries, 100 ms, 200 ms and 400 ms apart.
+func DefaultQuitBackoff() Backoff { return QuitBackoff(DefaultQuitRetries) }
 
 // QuitResult describes a quit request that the sidecar took.
 type QuitResult struct {

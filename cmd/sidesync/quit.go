@@ -127,7 +127,7 @@ func (s *session) quitOne(ctx context.Context, sc sidecar.Sidecar) bool {
 	res, err := sidecar.Quit(ctx, *sc.Quit, sidecar.QuitOptions{
 		RequestTimeout: s.cfg.QuitRequestTimeout,
 		Timeout:        s.cfg.QuitTimeout,
-		Backoff:        sidecar.Limit(sidecar.Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, s.cfg.QuitRetries),
+		Backoff:        sidecar.QuitBackoff(s.cfg.QuitRetries),
 		Logger:         log,
 		// After a stop signal the pod is being deleted, and the kubelet stops the sidecar at the
 		// same moment: nothing listening then means it is gone, not that it must be retried.
