@@ -73,18 +73,6 @@ func request(method, rawURL string, h []Header) (*httpc.Request, error) {
 	return req, nil
 }
 
-// send performs one request on a connection of its own, closed after the answer, and returns
-// the whole (bounded) answer. Quit calls use it: on a fresh connection, a reset or EOF right
-// after the request means that the sidecar took it and went away, which on a kept connection
-// could also be the sidecar closing it while idle; and a quit is never sent twice on its own.
-func send(ctx context.Context, method, rawURL string, h []Header) (*httpc.Response, error) {
-	req, err := request(method, rawURL, h)
-	if err != nil {
-		return nil, err
-	}
-	return httpc.Do(ctx, req, bodyExcerptLimit)
-}
-
 // joinPath appends elem to base's path with exactly one slash, so that both
 // "http://127.0.0.1:15000" and the article's "http://127.0.0.1:15000/" give ".../ready"
 // (scuttle's fmt.Sprintf("%s/server_info") gives "//server_info", which Envoy answers 404).

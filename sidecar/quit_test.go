@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/sidesync/sidesync/internal/pod/httpc"
 )
 
@@ -288,5 +290,31 @@ func TestQuitNotStarted(t *testing.T) {
 	res, err := Quit(context.Background(), EnvoyQuit(closedURL(t)), o)
 	if err == nil || !httpc.Refused(err) || res.Attempts < 5 || time.Since(start) < o.NotStartedFor {
 		t.Errorf("Quit = %+v, %v after %s; want refused, after NotStartedFor and then the retries", res, err, time.Since(start))
+	}
+}
+
+// TestQuitBackoff: the quit's retry policy, exactly, for a few retry counts; the default is the
+// policy with DefaultQuitRetries.
+func TestQuitBackoff(t *testing.T) {
+	ms := time.Millisecond
+	noRand := func() float64 { t.Fatal("the quit policy called rand"); return 0 }
+	tests := []struct {
+		name string
+		b    Backoff
+		want []time.Duration
+	}{
+		{"no retries", QuitBackoff(0), nil},
+		{"negative retries", QuitBackoff(-1), nil},
+		{"one retry", QuitBackoff(1), []time.Duration{100 * ms}},
+		{"the default", DefaultQuitBackoff(), []time.Duration{100 * ms, 200 * ms, 400 * ms}},
+		{"capped at a second", QuitBackoff(7), []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second, time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := take(tt.b, noRand, 100) // more than any policy here allows: the sequence must end
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("delays (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

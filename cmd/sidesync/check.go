@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/sidesync/sidesync/internal/pod/logfmt"
@@ -15,8 +16,8 @@ import (
 // check is "sidesync check": probe each configured or detected sidecar once and print a
 // table, to debug a pod. It exits 0 when every sidecar is ready, 69 otherwise (or when none is
 // found with --require-sidecar).
-func (s *session) check(ctx context.Context, o outcome) int {
-	o.plan = s.resolve(ctx)
+func check(ctx context.Context, s *session, o outcome) int {
+	o.plan = newResolver(s, &podVolume{dir: s.cfg.PodInfoDir}).resolve(ctx)
 	if o.plan.missing {
 		return exitCode(o)
 	}
@@ -27,7 +28,7 @@ func (s *session) check(ctx context.Context, o outcome) int {
 	rows := [][]string{{"SIDECAR", "READY URL", "STATE", "QUIT URL", "NATIVE"}}
 	code := 0
 	for _, sc := range o.plan.sidecars {
-		state, ready := s.probeOnce(ctx, sc)
+		state, ready := probeOnce(ctx, sc, s.cfg.ProbeTimeout)
 		if !ready {
 			code = exitUnavailable
 		}
@@ -40,12 +41,12 @@ func (s *session) check(ctx context.Context, o outcome) int {
 	return code
 }
 
-// probeOnce probes a sidecar once and describes its state in a few words.
-func (s *session) probeOnce(ctx context.Context, sc sidecar.Sidecar) (string, bool) {
+// probeOnce probes a sidecar once, within timeout, and describes its state in a few words.
+func probeOnce(ctx context.Context, sc sidecar.Sidecar, timeout time.Duration) (string, bool) {
 	if sc.Ready == nil {
 		return "no readiness check", true
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ProbeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	r := sidecar.Probe(ctx, *sc.Ready)
 	if r.Ready {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/sidesync/sidesync/internal/pod/child"
+	"github.com/sidesync/sidesync/internal/shared/config"
 )
 
-// command is the command line that runs, as session.command decided it.
+// command is the command line that runs, as runner.command decided it.
 type command struct {
 	argv     []string
 	platform string // the entry of --platform-commands it comes from; "" when typed after "--"
@@ -28,44 +31,71 @@ type runOutcome struct {
 	ran      time.Duration
 }
 
-// runPhase starts the command, unless a stop signal came first, and supervises it until it
-// ends; signals are forwarded to it meanwhile (see signals).
-func (s *session) runPhase(ctx context.Context) runOutcome {
-	cmd, err := s.command()
+// runner is the phase that runs the command: it starts it, with the standard files, under the
+// one owner of signal delivery and the one caller of wait(2), and supervises it until it ends.
+type runner struct {
+	cfg                   *config.Config
+	log                   *slog.Logger
+	stdin, stdout, stderr *os.File
+	signals               *signals
+	reaper                *child.Reaper
+}
+
+func newRunner(s *session) *runner {
+	return &runner{cfg: s.cfg, log: s.log, stdin: s.stdin, stdout: s.stdout, stderr: s.stderr, signals: s.signals, reaper: s.reaper}
+}
+
+// becomeReaper makes sidesync the waiter for orphans too when it is PID 1, or when asked to be
+// a subreaper. There is nothing to undo at the end: the process exits.
+func (r *runner) becomeReaper() {
+	switch {
+	case os.Getpid() == 1:
+		r.log.Debug("running as PID 1: reaping orphaned processes")
+	case r.cfg.Subreaper:
+		if err := child.BecomeSubreaper(); err != nil {
+			r.log.Warn("cannot become a child subreaper; orphans will not be reaped here", "err", err)
+		}
+	}
+}
+
+// run starts the command, unless a stop signal came first, and supervises it until it ends;
+// signals are forwarded to it meanwhile (see signals).
+func (r *runner) run(ctx context.Context) runOutcome {
+	cmd, err := r.command()
 	if err != nil {
-		s.logStartError(err, cmd)
+		r.logStartError(err, cmd)
 		return runOutcome{startErr: err}
 	}
 	started := time.Now()
-	p, stopped, err := s.signals.startCommand(ctx, func() (*child.Process, error) {
-		return s.reaper.Start(cmd.argv, child.Options{Stdin: s.stdin, Stdout: s.stdout, Stderr: s.stderr, NewGroup: true})
+	p, stopped, err := r.signals.startCommand(ctx, func() (*child.Process, error) {
+		return r.reaper.Start(cmd.argv, child.Options{Stdin: r.stdin, Stdout: r.stdout, Stderr: r.stderr, NewGroup: true})
 	})
 	switch {
 	case stopped != nil:
-		s.log.Warn("not starting the command", "signal", child.SignalName(stopped.sig))
+		r.log.Warn("not starting the command", "signal", child.SignalName(stopped.sig))
 		return runOutcome{cmd: cmd}
 	case err != nil:
-		s.logStartError(err, cmd)
+		r.logStartError(err, cmd)
 		return runOutcome{cmd: cmd, startErr: err}
 	}
-	s.log.Info("command started", "cmd", cmd.argv[0], "pid", p.Pid)
+	r.log.Info("command started", "cmd", cmd.argv[0], "pid", p.Pid)
 	st := <-p.Done()
-	r := runOutcome{cmd: cmd, started: true, status: st, ran: time.Since(started)}
-	s.log.Info("command ended", "status", st.String(), "ran", r.ran, "exit", st.ExitCode())
-	return r
+	out := runOutcome{cmd: cmd, started: true, status: st, ran: time.Since(started)}
+	r.log.Info("command ended", "status", st.String(), "ran", out.ran, "exit", st.ExitCode())
+	return out
 }
 
 // logStartError says why the command could not start, with a hint when its name is a
 // misspelt subcommand.
-func (s *session) logStartError(err error, cmd command) {
+func (r *runner) logStartError(err error, cmd command) {
 	var se *child.StartError
 	errors.As(err, &se)
 	code := startErrorCode(err)
 	if hint := notFoundHint(se, cmd); hint != "" {
-		s.log.Error("cannot start the command", "err", err, "exit", code, "hint", hint)
+		r.log.Error("cannot start the command", "err", err, "exit", code, "hint", hint)
 		return
 	}
-	s.log.Error("cannot start the command", "err", err, "exit", code)
+	r.log.Error("cannot start the command", "err", err, "exit", code)
 }
 
 // startErrorCode is the exit code for a command that could not start: 127 or 126 as shells

@@ -7,26 +7,27 @@ import (
 	"time"
 
 	"github.com/sidesync/sidesync/internal/pod/child"
-	"github.com/sidesync/sidesync/internal/pod/detect"
 	"github.com/sidesync/sidesync/internal/shared/config"
 )
 
-// session is one sidesync invocation: its validated configuration and its surroundings. Nothing
-// in it changes once the run begins but the downward-API volume, read once when first needed;
-// what happens is carried by each phase's result.
+// session is what one sidesync invocation shares among the phases of its run: the validated
+// configuration and the process's surroundings, none of which changes once the run begins. It
+// has no behaviour: each phase is a type of its own (resolver, peering, waiter, runner,
+// quitter, reporter), built from the session by its constructor with only the fields it needs,
+// and holding whatever state it keeps; what happens is carried by each phase's result, gathered
+// in an outcome.
 type session struct {
 	cfg                   *config.Config
 	log                   *slog.Logger
 	stdin, stdout, stderr *os.File
 	lookupEnv             func(string) (string, bool)
 	start                 time.Time
-	signals               *signals        // the one owner of signal delivery
-	reaper                *child.Reaper   // the one caller of wait(2)
-	podInfo               *detect.PodInfo // the downward-API volume, once read (readPodInfo)
+	signals               *signals      // the one owner of signal delivery
+	reaper                *child.Reaper // the one caller of wait(2)
 }
 
 // outcome is what every phase of a run returned; the exit code and the summary are computed
-// from it, each in one place (exitCode, summaryOf).
+// from it, each in one place (exitCode, reporter.finish).
 type outcome struct {
 	sub  subcmd
 	plan plan
@@ -41,27 +42,30 @@ type outcome struct {
 // in place after this exit, or another wrapped container of the pod still runs), and exit with
 // the command's code. A stop signal cancels ctx; the quit phase runs on regardless, so that the
 // pod can complete.
-func (s *session) wrap(ctx context.Context, o outcome) int {
-	s.becomeReaper()
-	team := s.joinPeers(ctx)
-	o.plan = s.resolve(ctx)
+func wrap(ctx context.Context, s *session, o outcome) int {
+	pod := &podVolume{dir: s.cfg.PodInfoDir}
+	r, q := newRunner(s), newQuitter(s)
+	r.becomeReaper()
+	team := newPeering(s, pod)
+	team.join(ctx)
+	o.plan = newResolver(s, pod).resolve(ctx)
 	if !o.plan.missing {
-		o.wait = s.waitPhase(ctx, o.plan)
+		o.wait = newWaiter(s).wait(ctx, o.plan)
 		if o.wait.letsStart() {
-			o.run = s.runPhase(ctx)
+			o.run = r.run(ctx)
 		}
 	}
 	o.stop = stopSignal(ctx)
-	skip := s.peersLetQuit(team, o, quitWanted(s.cfg.QuitPolicy, s.restartRulesFor(o.plan), o))
-	o.quit = s.quitPhase(context.WithoutCancel(ctx), o.plan, skip)
-	return s.finish(o)
+	skip := team.letQuit(o, q.wanted(o), q.hasTargets(o.plan))
+	o.quit = q.quit(context.WithoutCancel(ctx), o.plan, skip)
+	return newReporter(s).finish(o)
 }
 
 // waitOnly is "sidesync wait": find the sidecars and wait until they are ready.
-func (s *session) waitOnly(ctx context.Context, o outcome) int {
-	o.plan = s.resolve(ctx)
+func waitOnly(ctx context.Context, s *session, o outcome) int {
+	o.plan = newResolver(s, &podVolume{dir: s.cfg.PodInfoDir}).resolve(ctx)
 	if !o.plan.missing {
-		o.wait = s.waitPhase(ctx, o.plan)
+		o.wait = newWaiter(s).wait(ctx, o.plan)
 	}
 	o.stop = stopSignal(ctx)
 	return exitCode(o)
@@ -69,32 +73,10 @@ func (s *session) waitOnly(ctx context.Context, o outcome) int {
 
 // quitOnly is "sidesync quit": find the sidecars and tell them to quit, whatever --quit and the
 // restart rules say.
-func (s *session) quitOnly(ctx context.Context, o outcome) int {
-	o.plan = s.resolve(ctx)
-	o.quit = s.quitPhase(context.WithoutCancel(ctx), o.plan, quitSkip{})
+func quitOnly(ctx context.Context, s *session, o outcome) int {
+	o.plan = newResolver(s, &podVolume{dir: s.cfg.PodInfoDir}).resolve(ctx)
+	o.quit = newQuitter(s).quit(context.WithoutCancel(ctx), o.plan, quitSkip{})
 	return exitCode(o)
-}
-
-// becomeReaper makes sidesync the waiter for orphans too when it is PID 1, or when asked to be
-// a subreaper. There is nothing to undo at the end: the process exits.
-func (s *session) becomeReaper() {
-	switch {
-	case os.Getpid() == 1:
-		s.log.Debug("running as PID 1: reaping orphaned processes")
-	case s.cfg.Subreaper:
-		if err := child.BecomeSubreaper(); err != nil {
-			s.log.Warn("cannot become a child subreaper; orphans will not be reaped here", "err", err)
-		}
-	}
-}
-
-// restartRulesFor is what says whether the kubelet restarts this container in place: the settings
-// (--restart-policy, --restart-rules) when given, else what detection read from the pod.
-func (s *session) restartRulesFor(p plan) restartRules {
-	if s.cfg.Restart.Known() {
-		return restartRules{s.cfg.Restart, "--restart-policy, --restart-rules or their variables"}
-	}
-	return restartRules{p.restart, p.restartFrom}
 }
 
 // stopSignal is the stop signal that cancelled ctx, if any.

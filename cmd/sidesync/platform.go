@@ -14,15 +14,15 @@ import (
 // --platform-commands gives for the platform sidesync runs on (an image whose entrypoint differs
 // by platform, which `kubectl sidesync inject` resolved from the registry; nothing follows "--"
 // then). Everything after looks at what it returns, never at the configuration again.
-func (s *session) command() (command, error) {
-	if len(s.cfg.Command) > 0 || s.cfg.PlatformCommands == nil {
-		return command{argv: s.cfg.Command}, nil
+func (r *runner) command() (command, error) {
+	if len(r.cfg.Command) > 0 || r.cfg.PlatformCommands == nil {
+		return command{argv: r.cfg.Command}, nil
 	}
-	argv, platform, err := pickPlatform(s.cfg.PlatformCommands, platformCandidates(runtime.GOOS, runtime.GOARCH, armVersion()))
+	argv, platform, err := pickPlatform(r.cfg.PlatformCommands, platformCandidates(runtime.GOOS, runtime.GOARCH, armVersion()))
 	if err != nil {
 		return command{}, err
 	}
-	s.log.Info("running the command of this platform", "platform", platform)
+	r.log.Info("running the command of this platform", "platform", platform)
 	return command{argv: slices.Clone(argv), platform: platform}, nil
 }
 

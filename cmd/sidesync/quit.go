@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -56,39 +57,63 @@ func quitWanted(policy config.QuitPolicy, rr restartRules, o outcome) quitSkip {
 	return quitSkip{}
 }
 
-// quitPhase tells the sidecars to quit unless skip says why not. Failures are logged and never
+// quitter is the last phase: it decides whether to tell the sidecars to quit, and tells them.
+type quitter struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	signals *signals // after a stop signal the pod is being deleted (one, notStartedFor)
+}
+
+func newQuitter(s *session) *quitter { return &quitter{cfg: s.cfg, log: s.log, signals: s.signals} }
+
+// wanted applies the quit policy and the restart rules (the settings, else what detection read
+// from the pod) to what happened (quitWanted).
+func (q *quitter) wanted(o outcome) quitSkip {
+	return quitWanted(q.cfg.QuitPolicy, q.restartRulesFor(o.plan), o)
+}
+
+// restartRulesFor is what says whether the kubelet restarts this container in place: the settings
+// (--restart-policy, --restart-rules) when given, else what detection read from the pod.
+func (q *quitter) restartRulesFor(p plan) restartRules {
+	if q.cfg.Restart.Known() {
+		return restartRules{q.cfg.Restart, "--restart-policy, --restart-rules or their variables"}
+	}
+	return restartRules{p.restart, p.restartFrom}
+}
+
+// quit tells the sidecars to quit unless skip says why not. Failures are logged and never
 // change the exit code of the wrapper. ctx does not end with a stop signal: the quit is what
 // lets the pod complete, so it runs whatever happened before; each call is bounded by the quit
 // timeout.
-func (s *session) quitPhase(ctx context.Context, p plan, skip quitSkip) quitOutcome {
-	targets := s.quitTargets(p.sidecars)
+func (q *quitter) quit(ctx context.Context, p plan, skip quitSkip) quitOutcome {
+	targets := q.targets(p.sidecars)
 	switch {
-	case s.cfg.Disabled || len(targets) == 0:
+	case q.cfg.Disabled || len(targets) == 0:
 		return quitOutcome{state: quitNone}
 	case !skip.sends():
-		s.log.Info(skip.msg, skip.attrs...)
+		q.log.Info(skip.msg, skip.attrs...)
 		return quitOutcome{state: skip.state}
 	}
 	started := time.Now()
-	q := quitOutcome{state: quitOK}
-	if !s.quitAll(ctx, targets) {
-		q.state = quitFailed
+	out := quitOutcome{state: quitOK}
+	if !q.all(ctx, targets) {
+		out.state = quitFailed
 	}
-	q.took = time.Since(started)
-	return q
+	out.took = time.Since(started)
+	return out
 }
 
-// quitTargets are the sidecars to tell to quit: those with a quit call, except native
+// targets are the sidecars to tell to quit: those with a quit call, except native
 // sidecars, which the kubelet stops after the main containers (asking them would only make the
 // kubelet restart them).
-func (s *session) quitTargets(scs []sidecar.Sidecar) []sidecar.Sidecar {
+func (q *quitter) targets(scs []sidecar.Sidecar) []sidecar.Sidecar {
 	var out []sidecar.Sidecar
 	for _, sc := range scs {
 		switch {
 		case sc.Quit == nil:
-			s.log.Debug("cannot be told to quit", "sidecar", sc.Name)
+			q.log.Debug("cannot be told to quit", "sidecar", sc.Name)
 		case sc.Native:
-			s.log.Info("not telling a native sidecar to quit: the kubelet stops it after the job", "sidecar", sc.Name)
+			q.log.Info("not telling a native sidecar to quit: the kubelet stops it after the job", "sidecar", sc.Name)
 		default:
 			out = append(out, sc)
 		}
@@ -96,20 +121,20 @@ func (s *session) quitTargets(scs []sidecar.Sidecar) []sidecar.Sidecar {
 	return out
 }
 
-// hasQuitTargets reports, without a word in the log, whether the quit phase would tell a sidecar
+// hasTargets reports, without a word in the log, whether the quit phase would tell a sidecar
 // to quit, policies aside: a wait for peers is for nothing otherwise.
-func (s *session) hasQuitTargets(p plan) bool {
-	return !s.cfg.Disabled && slices.ContainsFunc(p.sidecars, func(sc sidecar.Sidecar) bool { return sc.Quit != nil && !sc.Native })
+func (q *quitter) hasTargets(p plan) bool {
+	return !q.cfg.Disabled && slices.ContainsFunc(p.sidecars, func(sc sidecar.Sidecar) bool { return sc.Quit != nil && !sc.Native })
 }
 
-// quitAll sends every quit call at once, each bounded by the quit timeout, so that one slow
+// all sends every quit call at once, each bounded by the quit timeout, so that one slow
 // sidecar never delays another's quit (kvij/scuttle ran them one after another under one shared
 // deadline). It reports whether all succeeded.
-func (s *session) quitAll(ctx context.Context, targets []sidecar.Sidecar) bool {
+func (q *quitter) all(ctx context.Context, targets []sidecar.Sidecar) bool {
 	var wg sync.WaitGroup
 	results := make([]bool, len(targets))
 	for i, sc := range targets {
-		wg.Go(func() { results[i] = s.quitOne(ctx, sc) })
+		wg.Go(func() { results[i] = q.one(ctx, sc) })
 	}
 	wg.Wait()
 	for _, ok := range results {
@@ -120,19 +145,19 @@ func (s *session) quitAll(ctx context.Context, targets []sidecar.Sidecar) bool {
 	return true
 }
 
-// quitOne tells one sidecar to quit and logs the outcome under its name.
-func (s *session) quitOne(ctx context.Context, sc sidecar.Sidecar) bool {
-	log := s.log.With("sidecar", sc.Name)
+// one tells one sidecar to quit and logs the outcome under its name.
+func (q *quitter) one(ctx context.Context, sc sidecar.Sidecar) bool {
+	log := q.log.With("sidecar", sc.Name)
 	log.Info("telling the sidecar to quit", "url", quitURLOf(sc.Quit))
 	res, err := sidecar.Quit(ctx, *sc.Quit, sidecar.QuitOptions{
-		RequestTimeout: s.cfg.QuitRequestTimeout,
-		Timeout:        s.cfg.QuitTimeout,
-		Backoff:        sidecar.Limit(sidecar.Exponential{Initial: 100 * time.Millisecond, Factor: 2, Max: time.Second}, s.cfg.QuitRetries),
+		RequestTimeout: q.cfg.QuitRequestTimeout,
+		Timeout:        q.cfg.QuitTimeout,
+		Backoff:        sidecar.QuitBackoff(q.cfg.QuitRetries),
 		Logger:         log,
 		// After a stop signal the pod is being deleted, and the kubelet stops the sidecar at the
 		// same moment: nothing listening then means it is gone, not that it must be retried.
-		RefusedMeansGone: s.signals.gotStop(),
-		NotStartedFor:    s.notStartedFor(sc),
+		RefusedMeansGone: q.signals.gotStop(),
+		NotStartedFor:    q.notStartedFor(sc),
 	})
 	switch {
 	case err != nil:
@@ -153,9 +178,9 @@ func (s *session) quitOne(ctx context.Context, sc sidecar.Sidecar) bool {
 // (no readiness check, as Vault Agent's, or waiting off) and no stop signal says the pod is
 // going. A command that ends in milliseconds may otherwise quit before the kubelet has even
 // started the sidecar, which would then run for good (docs/FAULTS.md).
-func (s *session) notStartedFor(sc sidecar.Sidecar) time.Duration {
-	if s.signals.gotStop() || sc.Ready != nil && s.cfg.Wait {
+func (q *quitter) notStartedFor(sc sidecar.Sidecar) time.Duration {
+	if q.signals.gotStop() || sc.Ready != nil && q.cfg.Wait {
 		return 0
 	}
-	return s.cfg.Timeout
+	return q.cfg.Timeout
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 
 	"github.com/sidesync/sidesync/internal/pod/detect"
+	"github.com/sidesync/sidesync/internal/shared/config"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/shared/redact"
 	"github.com/sidesync/sidesync/internal/shared/restart"
@@ -25,53 +27,82 @@ type plan struct {
 	restartFrom string
 }
 
-// resolve is the first phase: the configured sidecars, or those detection finds when none is
-// configured. It logs what sidesync will wait for and quit, so that a pod's log says why.
-func (s *session) resolve(ctx context.Context) plan {
-	p := plan{sidecars: s.cfg.Sidecars}
-	if s.cfg.Detect {
-		p = s.detect(ctx)
+// resolver is the first phase: which sidecars this run handles.
+type resolver struct {
+	cfg       *config.Config
+	log       *slog.Logger
+	lookupEnv func(string) (string, bool)
+	signals   *signals   // awaited before the phases that a stop signal must stop
+	pod       *podVolume // shared with the peers, so that the volume is read once
+}
+
+func newResolver(s *session, pod *podVolume) *resolver {
+	return &resolver{cfg: s.cfg, log: s.log, lookupEnv: s.lookupEnv, signals: s.signals, pod: pod}
+}
+
+// podVolume is the downward-API volume, read once when first needed, for the peers and for
+// detection alike.
+type podVolume struct {
+	dir  string
+	info *detect.PodInfo // once read
+}
+
+// read reads the volume, the first time it is asked.
+func (v *podVolume) read(ctx context.Context) *detect.PodInfo {
+	if v.info == nil {
+		pi := detect.ReadPodInfo(ctx, v.dir)
+		v.info = &pi
 	}
-	s.describeSidecars(p.sidecars)
-	s.signals.await() // a stop signal must stop the wait from its first probe
+	return v.info
+}
+
+// resolve is the configured sidecars, or those detection finds when none is configured. It logs
+// what sidesync will wait for and quit, so that a pod's log says why.
+func (r *resolver) resolve(ctx context.Context) plan {
+	p := plan{sidecars: r.cfg.Sidecars}
+	if r.cfg.Detect {
+		p = r.detect(ctx)
+	}
+	r.describeSidecars(p.sidecars)
+	r.signals.await() // a stop signal must stop the wait from its first probe
 	return p
 }
 
 // detect runs detection and logs what it found, or why it found nothing.
-func (s *session) detect(ctx context.Context) plan {
-	r := detect.Detect(ctx, detect.Options{
-		PodInfoDir: s.cfg.PodInfoDir, PodInfo: s.readPodInfo(ctx), KubeAPI: s.cfg.KubeAPI, ServiceAccountDir: s.cfg.ServiceAccountDir,
-		LookupEnv: s.detectEnv,
+func (r *resolver) detect(ctx context.Context) plan {
+	res := detect.Detect(ctx, detect.Options{
+		PodInfoDir: r.cfg.PodInfoDir, PodInfo: r.pod.read(ctx), KubeAPI: r.cfg.KubeAPI, ServiceAccountDir: r.cfg.ServiceAccountDir,
+		LookupEnv: r.detectEnv,
 	})
-	p := s.restartFromPod(r)
-	for _, w := range r.Warnings {
-		s.log.Warn(w)
+	p := r.restartFromPod(res)
+	for _, w := range res.Warnings {
+		r.log.Warn(w)
 	}
-	for _, f := range r.Found {
+	for _, f := range res.Found {
 		p.sidecars = append(p.sidecars, f.Sidecar)
-		s.log.Info("detected sidecar", "sidecar", f.Sidecar.Name, "from", r.Source, "by", f.Why)
+		r.log.Info("detected sidecar", "sidecar", f.Sidecar.Name, "from", res.Source, "by", f.Why)
 		for _, n := range f.Notes {
-			s.log.Warn(n, "sidecar", f.Sidecar.Name)
+			r.log.Warn(n, "sidecar", f.Sidecar.Name)
 		}
 	}
-	if len(r.Found) > 0 {
+	if len(res.Found) > 0 {
 		p.detected = detectFound
 		return p
 	}
 	p.detected = detectNoneFound
-	tried := strings.Join(r.Tried, "; ")
+	tried := strings.Join(res.Tried, "; ")
 	switch {
-	case s.cfg.RequireSidecar:
+	case r.cfg.RequireSidecar:
 		p.missing = true
-		s.log.Error("no sidecar configured or detected, and --require-sidecar is set: not running the command",
-			"tried", tried, "fix", fixOr(r.Fix), "exit", exitUnavailable)
-	case r.Failed != nil:
+		r.log.Error("no sidecar configured or detected, and --require-sidecar is set: not running the command",
+			"tried", tried, "fix", fixOr(res.Fix), "exit", exitUnavailable)
+	case res.Failed != nil:
 		// Could not look is not the same as found nothing: in a default cluster a service account
 		// may not read its pod, and a silent fallback would run the job without its proxy.
-		s.log.Warn("no sidecar configured or detected, but detection could not look: running the command without waiting",
-			"err", r.Failed, "fix", r.Fix, "tried", tried)
+		r.log.Warn("no sidecar configured or detected, but detection could not look: running the command without waiting",
+			"err", res.Failed, "fix", res.Fix, "tried", tried)
 	default:
-		s.log.Info("no sidecar configured or detected: running the command without waiting", "tried", tried)
+		r.log.Info("no sidecar configured or detected: running the command without waiting", "tried", tried)
 	}
 	return p
 }
@@ -79,23 +110,23 @@ func (s *session) detect(ctx context.Context) plan {
 // detectEnv is the environment as detection sees it: SIDESYNC_CONTAINER is this container's
 // name as the configuration settled it (--container, SIDESYNC_CONTAINER, POD_CONTAINER_NAME), so
 // that the flag, too, says whose restart rules to read from the pod.
-func (s *session) detectEnv(name string) (string, bool) {
-	if name == contract.Env(contract.FlagContainer) && s.cfg.Container != "" {
-		return s.cfg.Container, true
+func (r *resolver) detectEnv(name string) (string, bool) {
+	if name == contract.Env(contract.FlagContainer) && r.cfg.Container != "" {
+		return r.cfg.Container, true
 	}
-	return s.lookupEnv(name)
+	return r.lookupEnv(name)
 }
 
 // restartFromPod starts the plan with what detection read from the pod about restarting this
 // container, and says it when no setting does.
-func (s *session) restartFromPod(r detect.Result) plan {
-	p := plan{restart: r.Restart, restartFrom: r.RestartFrom}
+func (r *resolver) restartFromPod(res detect.Result) plan {
+	p := plan{restart: res.Restart, restartFrom: res.RestartFrom}
 	switch {
-	case s.cfg.Restart.Known():
-	case r.RestartNote != "":
-		s.log.Info(r.RestartNote, "fix", "set --container (SIDESYNC_CONTAINER) to this container's name, or SIDESYNC_RESTART_POLICY and SIDESYNC_RESTART_RULES")
-	case r.Restart.Known():
-		s.log.Debug("restart rules read from the pod", "from", r.RestartFrom, "policy", r.Restart.Policy, "rules", len(r.Restart.Rules))
+	case r.cfg.Restart.Known():
+	case res.RestartNote != "":
+		r.log.Info(res.RestartNote, "fix", "set --container (SIDESYNC_CONTAINER) to this container's name, or SIDESYNC_RESTART_POLICY and SIDESYNC_RESTART_RULES")
+	case res.Restart.Known():
+		r.log.Debug("restart rules read from the pod", "from", res.RestartFrom, "policy", res.Restart.Policy, "rules", len(res.Restart.Rules))
 	}
 	return p
 }
@@ -111,19 +142,19 @@ func fixOr(fix string) string {
 
 // describeSidecars logs the sidecars sidesync will handle, and says when Kubernetes already does
 // everything sidesync would.
-func (s *session) describeSidecars(scs []sidecar.Sidecar) {
+func (r *resolver) describeSidecars(scs []sidecar.Sidecar) {
 	handled := len(scs) > 0
 	for _, sc := range scs {
-		s.log.Debug("sidecar", "sidecar", sc.Name, "ready", urlOf(sc.Ready), "quit", quitURLOf(sc.Quit), "native", sc.Native)
+		r.log.Debug("sidecar", "sidecar", sc.Name, "ready", urlOf(sc.Ready), "quit", quitURLOf(sc.Quit), "native", sc.Native)
 		if sc.Native {
-			s.log.Info("native sidecar: the kubelet stops it after the job, so it will not be told to quit", "sidecar", sc.Name)
+			r.log.Info("native sidecar: the kubelet stops it after the job, so it will not be told to quit", "sidecar", sc.Name)
 		}
 		handled = handled && sc.Native && (sc.StartupProbe || sc.Ready == nil)
 	}
 	if handled {
 		// Said plainly: Kubernetes already orders these sidecars before the job and stops them
 		// after it; what sidesync still adds is exit codes, signals and reaping.
-		s.log.Info("every sidecar is native with a startup probe: Kubernetes already starts the job after them and stops them after it, so sidesync has nothing to wait for or quit")
+		r.log.Info("every sidecar is native with a startup probe: Kubernetes already starts the job after them and stops them after it, so sidesync has nothing to wait for or quit")
 	}
 }
 

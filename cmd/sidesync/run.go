@@ -29,7 +29,7 @@ const (
 
 // run is sidesync: it takes the arguments, the environment and the standard files, and returns
 // the exit code. Only main exits. The subcommand table (subcommands.go) says what to do; the
-// wrapper's own story is session.wrap (lifecycle.go).
+// wrapper's own story is wrap (lifecycle.go).
 func run(args []string, lookupEnv func(string) (string, bool), stdin, stdout, stderr *os.File) int {
 	if _, set := lookupEnv("GOMAXPROCS"); !set {
 		// sidesync waits on I/O and runs a few goroutines: one processor is plenty, and each one
@@ -62,7 +62,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdin, stdout, st
 	for _, n := range cfg.Notes {
 		s.log.Log(ctx, n.Level, n.Msg)
 	}
-	return sub.run(s, ctx, outcome{sub: sub})
+	return sub.run(ctx, s, outcome{sub: sub})
 }
 
 // ownStderr is where sidesync writes its own messages: a duplicate of stderr. When the reader of

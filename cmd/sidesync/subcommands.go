@@ -18,9 +18,10 @@ type subcmd struct {
 	exits   string // the exit codes it returns
 	// mode is the configuration it takes (config.Parse); the wrapper's needs a command.
 	mode config.Mode
-	// run runs it with a validated configuration, the run's root context and an outcome that
-	// names it; main runs the subcommands that take no configuration instead.
-	run  func(*session, context.Context, outcome) int
+	// run runs it with the run's root context, the session (a validated configuration and the
+	// process's surroundings) and an outcome that names it; main runs the subcommands that take
+	// no configuration instead.
+	run  func(context.Context, *session, outcome) int
 	main func(args []string, stdout, stderr io.Writer) int
 }
 
@@ -38,21 +39,21 @@ func lookupSubcommand(name string) (subcmd, bool) {
 // the runners refer back to it (suggestions), which a package variable's initialiser may not.
 func subcommands() []subcmd {
 	return []subcmd{
-		{mode: config.ModeRun, run: (*session).wrap},
-		{name: "wait", args: "[flags]", summary: "only wait until the sidecars are ready", mode: config.ModeWait, run: (*session).waitOnly,
+		{mode: config.ModeRun, run: wrap},
+		{name: "wait", args: "[flags]", summary: "only wait until the sidecars are ready", mode: config.ModeWait, run: waitOnly,
 			about: "Waits until every configured or detected sidecar is ready, then exits; run it as the first step\n" +
 				"of a shell script, or in an init step, when wrapping the command is not possible.",
 			exits: "  0        every sidecar is ready (or --on-timeout start-anyway)\n" +
 				"  69       a sidecar never became ready, or none was found with --require-sidecar\n" +
 				"  128+S    stopped by signal S (TERM, INT, HUP or QUIT)\n" +
 				"  2        bad flags or environment"},
-		{name: "quit", args: "[flags]", summary: "only tell the sidecars to quit", mode: config.ModeQuit, run: (*session).quitOnly,
+		{name: "quit", args: "[flags]", summary: "only tell the sidecars to quit", mode: config.ModeQuit, run: quitOnly,
 			about: "Tells every configured or detected sidecar to quit (native sidecars excepted), all at once,\n" +
 				"each request bounded and retried; run it as the last step of a shell script.",
 			exits: "  0        every sidecar took the request (or there was none to quit)\n" +
 				"  69       a sidecar did not take it, or none was found with --require-sidecar\n" +
 				"  2        bad flags or environment"},
-		{name: "check", args: "[flags]", summary: "probe each sidecar once and print a table", mode: config.ModeCheck, run: (*session).check,
+		{name: "check", args: "[flags]", summary: "probe each sidecar once and print a table", mode: config.ModeCheck, run: check,
 			about: "Probes each configured or detected sidecar once and prints a table on stdout: sidecar, ready\n" +
 				"URL, state, quit URL, native. Handy in kubectl exec. Nothing is told to quit.",
 			exits: "  0        every sidecar is ready (or there is none)\n" +

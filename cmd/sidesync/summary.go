@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -60,17 +61,29 @@ func sidecarState(o outcome) string {
 	return o.wait.state.String()
 }
 
+// reporter ends a run: it says how the run went, once, in the log and in the termination
+// message.
+type reporter struct {
+	log            *slog.Logger
+	terminationLog string    // the file Kubernetes reads the termination message from; "" for none
+	start          time.Time // when sidesync started, for the total
+}
+
+func newReporter(s *session) reporter {
+	return reporter{log: s.log, terminationLog: s.cfg.TerminationLog, start: s.start}
+}
+
 // finish logs the one-line summary, appends it to the termination log, and returns the exit
 // code.
-func (s *session) finish(o outcome) int {
+func (r reporter) finish(o outcome) int {
 	code := exitCode(o)
-	s.log.Info("done", "exit", code, "outcome", what(o), "sidecar", sidecarState(o), "waited", o.wait.waited,
-		"ran", o.run.ran, "quit", o.quit.state.String(), "quit_took", o.quit.took, "total", time.Since(s.start))
-	if s.cfg.TerminationLog == "" {
+	r.log.Info("done", "exit", code, "outcome", what(o), "sidecar", sidecarState(o), "waited", o.wait.waited,
+		"ran", o.run.ran, "quit", o.quit.state.String(), "quit_took", o.quit.took, "total", time.Since(r.start))
+	if r.terminationLog == "" {
 		return code
 	}
-	if err := writeTerminationLog(s.cfg.TerminationLog, redact.String(summaryLine(o, code)), terminationLogBound); err != nil {
-		s.log.Warn("cannot write the termination message", "path", s.cfg.TerminationLog, "err", err)
+	if err := writeTerminationLog(r.terminationLog, redact.String(summaryLine(o, code)), terminationLogBound); err != nil {
+		r.log.Warn("cannot write the termination message", "path", r.terminationLog, "err", err)
 	}
 	return code
 }

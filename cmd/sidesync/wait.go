@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/sidesync/sidesync/internal/pod/child"
+	"github.com/sidesync/sidesync/internal/shared/config"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -27,45 +29,53 @@ type waitOutcome struct {
 // letsStart reports whether the command may start as far as the sidecars are concerned.
 func (w waitOutcome) letsStart() bool { return w.err == nil || w.tolerated }
 
-// waitPhase waits for the sidecars unless told not to: all at once, each bounded by the policy.
-// A stop signal cancels ctx and so every wait.
-func (s *session) waitPhase(ctx context.Context, p plan) waitOutcome {
+// waiter is the phase that waits until the sidecars are ready, before the command starts.
+type waiter struct {
+	cfg *config.Config
+	log *slog.Logger
+}
+
+func newWaiter(s *session) *waiter { return &waiter{cfg: s.cfg, log: s.log} }
+
+// wait waits for the sidecars unless told not to: all at once, each bounded by the policy. A
+// stop signal cancels ctx and so every wait.
+func (w *waiter) wait(ctx context.Context, p plan) waitOutcome {
 	switch {
-	case s.cfg.Disabled:
+	case w.cfg.Disabled:
 		return waitOutcome{state: waitDisabled}
-	case !s.cfg.Wait:
-		s.log.Info("not waiting for the sidecars", "sidecars", len(p.sidecars))
+	case !w.cfg.Wait:
+		w.log.Info("not waiting for the sidecars", "sidecars", len(p.sidecars))
 		return waitOutcome{state: waitNotWaited}
 	}
-	targets := s.waitTargets(p.sidecars)
+	targets := w.targets(p.sidecars)
 	if len(targets) == 0 {
 		return waitOutcome{state: waitNothing}
 	}
 	start := time.Now()
-	err := s.waitAll(ctx, targets)
-	w := waitOutcome{state: waitReady, err: err, waited: time.Since(start)}
+	err := w.all(ctx, targets)
+	out := waitOutcome{state: waitReady, err: err, waited: time.Since(start)}
 	switch se := stopSignal(ctx); {
 	case se != nil:
-		w.state, w.err = waitStopped, se
-		s.log.Warn("stopped waiting for the sidecars", "signal", child.SignalName(se.sig))
+		out.state, out.err = waitStopped, se
+		w.log.Warn("stopped waiting for the sidecars", "signal", child.SignalName(se.sig))
 	case err == nil:
-	case s.cfg.StartAnyway:
-		w.state, w.tolerated = waitNotReady, true
-		s.log.Warn("starting the command without the sidecars", "err", err)
+	case w.cfg.StartAnyway:
+		out.state, out.tolerated = waitNotReady, true
+		w.log.Warn("starting the command without the sidecars", "err", err)
 	default:
-		w.state = waitNotReady
-		s.log.Error("a sidecar never became ready; not starting the command", "err", err, "exit", exitUnavailable)
+		out.state = waitNotReady
+		w.log.Error("a sidecar never became ready; not starting the command", "err", err, "exit", exitUnavailable)
 	}
-	return w
+	return out
 }
 
-// waitAll waits for every target at once and returns the first failure, naming the sidecar.
-func (s *session) waitAll(ctx context.Context, targets []sidecar.Sidecar) error {
+// all waits for every target at once and returns the first failure, naming the sidecar.
+func (w *waiter) all(ctx context.Context, targets []sidecar.Sidecar) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	errs := make(chan error, len(targets))
 	for _, sc := range targets {
-		go func() { errs <- s.waitOne(ctx, sc) }()
+		go func() { errs <- w.one(ctx, sc) }()
 	}
 	var first error
 	for range targets {
@@ -77,12 +87,12 @@ func (s *session) waitAll(ctx context.Context, targets []sidecar.Sidecar) error 
 	return first
 }
 
-// waitOne waits for one sidecar, logging under its name.
-func (s *session) waitOne(ctx context.Context, sc sidecar.Sidecar) error {
-	log := s.log.With("sidecar", sc.Name)
-	log.Info("waiting for the sidecar", "url", urlOf(sc.Ready), "policy", s.cfg.Backoff.String(), "timeout", s.cfg.Timeout)
+// one waits for one sidecar, logging under its name.
+func (w *waiter) one(ctx context.Context, sc sidecar.Sidecar) error {
+	log := w.log.With("sidecar", sc.Name)
+	log.Info("waiting for the sidecar", "url", urlOf(sc.Ready), "policy", w.cfg.Backoff.String(), "timeout", w.cfg.Timeout)
 	res, err := sidecar.WaitReady(ctx, *sc.Ready, sidecar.WaitOptions{
-		Backoff: s.cfg.Backoff, Timeout: s.cfg.Timeout, ProbeTimeout: s.cfg.ProbeTimeout, Logger: log,
+		Backoff: w.cfg.Backoff, Timeout: w.cfg.Timeout, ProbeTimeout: w.cfg.ProbeTimeout, Logger: log,
 	})
 	switch {
 	case err == nil:
@@ -94,19 +104,19 @@ func (s *session) waitOne(ctx context.Context, sc sidecar.Sidecar) error {
 	return fmt.Errorf("%s: %w", sc.Name, err)
 }
 
-// waitTargets are the sidecars to wait for: those with a readiness check, except native
+// targets are the sidecars to wait for: those with a readiness check, except native
 // sidecars whose startup probe Kubernetes already waited for.
-func (s *session) waitTargets(scs []sidecar.Sidecar) []sidecar.Sidecar {
+func (w *waiter) targets(scs []sidecar.Sidecar) []sidecar.Sidecar {
 	var out []sidecar.Sidecar
 	for _, sc := range scs {
 		switch {
 		case sc.Ready == nil:
-			s.log.Debug("nothing to wait for: no readiness check", "sidecar", sc.Name)
+			w.log.Debug("nothing to wait for: no readiness check", "sidecar", sc.Name)
 		case sc.Native && sc.StartupProbe:
-			s.log.Info("not waiting: a native sidecar whose startup probe Kubernetes waited for", "sidecar", sc.Name)
+			w.log.Info("not waiting: a native sidecar whose startup probe Kubernetes waited for", "sidecar", sc.Name)
 		default:
 			if sc.Native {
-				s.log.Info("waiting for a native sidecar: without a startup probe Kubernetes does not wait for it", "sidecar", sc.Name)
+				w.log.Info("waiting for a native sidecar: without a startup probe Kubernetes does not wait for it", "sidecar", sc.Name)
 			}
 			out = append(out, sc)
 		}
