@@ -79,7 +79,7 @@ func TestSignalPodDeletion(t *testing.T) {
 		}
 	}
 	// The three outcomes of the race between sidesync's quit and the kubelet's SIGTERM to the
-	// sidecar (FAULTS.md, "pod deletion"; cmd/sidesync/quit.go quitOne): nothing listens any
+	// sidecar (FAULTS.md, "pod deletion"; cmd/sidesync/quit.go quitter.one): nothing listens any
 	// more; the quit came first and was answered (the sidecar then quits by it); or the SIGTERM
 	// came while the quit was in flight and the sidecar's exit closed the connection under it
 	// (the emulator then never takes the quit: internal/testing/emulator TestQuitWhileStopping).
