@@ -15,6 +15,7 @@ import (
 	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/shared/restart"
 )
 
 // Names of the webhook-less mode's objects: a MutatingAdmissionPolicy per webhook of
@@ -299,7 +300,7 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 	below := q("^" + regexp.QuoteMeta(contract.Owned) + "(/|$)")
 	vars = append(vars, []admissionregistrationv1.Variable{
 		{Name: "inits", Expression: "has(object.spec.initContainers) ? object.spec.initContainers : []"},
-		{Name: "natives", Expression: `variables.inits.filter(c, has(c.restartPolicy) && c.restartPolicy == "Always")`},
+		{Name: "natives", Expression: "variables.inits.filter(c, " + manifest.NativeCEL("c") + ")"},
 		{Name: "nativeEnt", Expression: "variables.natives.map(c, " + k.Claim("c") + ")"},
 		{Name: "ent", Expression: "object.spec.containers.map(c, " + k.Claim("c") + ")"},
 		{Name: "apps", Expression: "object.spec.containers.transformList(i, c, variables.ent[i] == -1, c)"},
@@ -388,9 +389,8 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 	annPath := func(key string) string {
 		return fmt.Sprintf(`"/metadata/annotations/" + jsonpatch.escapeKey(%s)`, q(key))
 	}
-	policyEnv := fmt.Sprintf(`Object.spec.containers.env{name: %s, value: `+
-		`(has(c.restartPolicy) && c.restartPolicy.trim() != "") ? c.restartPolicy : (has(object.spec.restartPolicy) && object.spec.restartPolicy.trim() != "") ? object.spec.restartPolicy : "Always"}`,
-		q(contract.Env(contract.FlagRestartPolicy)))
+	policyEnv := fmt.Sprintf(`Object.spec.containers.env{name: %s, value: %s}`,
+		q(contract.Env(contract.FlagRestartPolicy)), restart.PolicyCEL("c", "object.spec"))
 	// The container's restartPolicyRules as restart.FormatRules writes them.
 	rulesEnv := fmt.Sprintf(`Object.spec.containers.env{name: %s, value: "[" + c.restartPolicyRules.map(r, `+
 		`"{\"action\":\"" + r.action + "\",\"exitCodes\":" + (!has(r.exitCodes) ? "null" : `+
