@@ -44,7 +44,8 @@ func portCEL(sources []Source, p CELPod, c string) string {
 		src := sources[i]
 		src.port = true
 		set, val, hidden := src.valueCEL(p, c)
-		valid := fmt.Sprintf("[%s.trim()].map(pv, pv.matches(\"^[+]?[0-9]{1,10}$\") && int(pv) >= 1 && int(pv) <= 65535 ? int(pv) : 0)[0]", val)
+		// strconv.Atoi's numbers, leading zeros included, and none that int() cannot hold.
+		valid := fmt.Sprintf("[%s.trim()].map(pv, pv.matches(\"^[+]?0*[0-9]{1,10}$\") && int(pv) >= 1 && int(pv) <= 65535 ? int(pv) : 0)[0]", val)
 		expr = fmt.Sprintf("(%s ? %s : %s ? 0 : %s)", set, valid, hidden, expr)
 	}
 	return expr
