@@ -15,6 +15,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/sidecar"
@@ -232,6 +233,17 @@ func ProfileNames() []string {
 
 // IsProfile reports whether name is a profile.
 func IsProfile(name string) bool { return slices.Contains(ProfileNames(), name) }
+
+// NamesProfileCEL is, in CEL, whether the string that the CEL expression spec gives is a value of
+// --sidecar that names a profile: IsProfile of the part before its first ":" (a line of one
+// value: RE2's "." takes no newline).
+func NamesProfileCEL(spec string) string {
+	names := ProfileNames()
+	for i, n := range names {
+		names[i] = quoteMeta(n)
+	}
+	return spec + ".matches(" + celQuote("^("+strings.Join(names, "|")+")(:.*)?$") + ")"
+}
 
 // AskedByNamespace reports whether the namespace's annotations or labels ask the injector of e
 // for a sidecar in a pod with the given annotations and labels: a namespace request is on, and

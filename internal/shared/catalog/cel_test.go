@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -493,6 +494,27 @@ func checkEndpoints(t *testing.T, c celCase, i int, s *catalog.Sidecar) {
 		}
 		if want, _ := strconv.ParseInt(u.Port(), 10, 64); port != want {
 			differ(t, c, what+" port", want, port, ep.ep.Port)
+		}
+	}
+}
+
+// TestCELNamesProfile: NamesProfileCEL against IsProfile of a --sidecar value's name, for every
+// profile and row, with and without settings, and names that are none.
+func TestCELNamesProfile(t *testing.T) {
+	e := celEnv(t)
+	specs := []string{"", ":", "istio:", "Istio", "istio-proxy", "xistio", "istiox:port=1", "http:ready=http://127.0.0.1:1/x,quit=none"}
+	for _, row := range catalog.Entries() {
+		specs = append(specs, row.Name, row.Name+":native=true", row.Name+"x", "x"+row.Name)
+	}
+	for _, spec := range specs {
+		expr := catalog.NamesProfileCEL(strconv.Quote(spec))
+		got, err := e.Bool(expr, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, _, _ := strings.Cut(spec, ":")
+		if want := catalog.IsProfile(name); got != want {
+			t.Errorf("%q: Go says %v, CEL says %v\nCEL: %s", spec, want, got, expr)
 		}
 	}
 }
