@@ -283,13 +283,13 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	k, err := catalog.NewSortCEL(catalog.CELPod{Annotations: "variables.ann", Labels: "variables.lbl"})
+	k, err := catalog.NewSortCEL(policyPod)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	owned := celList([]string{contract.BinVolume, contract.PodInfoVolume, contract.StateVolume})
 	drop := celList([]string{contract.Env(contract.FlagPlatformCommands), contract.Env(contract.FlagRestartPolicy), contract.Env(contract.FlagRestartRules)})
-	vars := []admissionregistrationv1.Variable{
+	vars := []admissionregistrationv1.Variable{ // ann and lbl: what policyPod names
 		{Name: "ann", Expression: "has(object.metadata.annotations) ? object.metadata.annotations : {}"},
 		{Name: "lbl", Expression: "has(object.metadata.labels) ? object.metadata.labels : {}"},
 	}

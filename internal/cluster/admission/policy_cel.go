@@ -16,6 +16,10 @@ import (
 // which an orchestrator stops, which are apps) are rendered in CEL by the catalog itself,
 // beside their Go (catalog.SortCEL); nothing here knows a sidecar or a rule of the catalog.
 
+// policyPod is how the catalog's CEL reads the pod in the policies: through their variables ann
+// and lbl (policySpec), the pod's annotations and labels or {}.
+var policyPod = catalog.CELPod{Annotations: "variables.ann", Labels: "variables.lbl"}
+
 // q is s as a CEL string literal (Go's double-quoted escapes are CEL's).
 func q(s string) string { return strconv.Quote(s) }
 
@@ -53,12 +57,11 @@ func foundCEL(k *catalog.SortCEL, c, ent string, native bool) string {
 // specCEL is FormatSidecar(e.Name, profile) for container c: the endpoints whose settings differ
 // from the row's, then native and startup-probe, in FormatSidecar's order.
 func specCEL(e *catalog.Entry, c string, native bool) string {
-	pod := catalog.CELPod{Annotations: "variables.ann", Labels: "variables.lbl"}
 	var settings []string
-	if ep, ok := e.ReadyCEL(pod, c); ok {
+	if ep, ok := e.ReadyCEL(policyPod, c); ok {
 		settings = append(settings, endpointCEL("ready", ep))
 	}
-	if ep, ok := e.QuitCEL(pod, c); ok {
+	if ep, ok := e.QuitCEL(policyPod, c); ok {
 		settings = append(settings, endpointCEL("quit", ep))
 	}
 	settings = append(settings,
