@@ -13,6 +13,7 @@ import (
 
 	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/shared/restart"
 )
 
 // Outcome is what the webhook did with one request, as the metrics count it.
@@ -83,7 +84,7 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 	res.Name = pod.Name
 	explicit := pod.Labels[InjectLabel] == Enabled
-	if why := m.excluded(req.Namespace, pod); why != "" || !explicit && pod.RestartPolicy == "Always" {
+	if why := m.excluded(req.Namespace, pod); why != "" || !explicit && pod.RestartPolicy == string(restart.Always) {
 		if why == "" {
 			why = "restartPolicy Always: the pod never runs to completion (a pod opts in by itself with the label " + InjectLabel + "=" + Enabled + ")"
 		}

@@ -12,8 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/shared/restart"
 )
 
 // Names of the webhook-less mode's objects: a MutatingAdmissionPolicy per webhook of
@@ -177,7 +179,7 @@ type PolicyOptions struct {
 // inject.Options{Version, Image, Delivery}; every other pod (an app without a command, an app
 // wrapped before, names of sidesync's used by the pod, an app that sets sidesync's restart
 // variables itself, a pod whose sidecars are all native with startup probes) it leaves as it is, as Apply's all-or-none rule does for
-// pods it cannot wrap whole. The sidecars are sorted by CEL written from internal/shared/catalog; the
+// pods it cannot wrap whole. The sidecars are sorted by the CEL internal/shared/catalog renders (catalog.SortCEL); the
 // values (flags, volumes, mounts, the install container, annotations) are read from what
 // inject.Apply makes of a probe pod, so that they cannot drift from inject's.
 func Policy(o PolicyOptions) ([]*admissionregistrationv1.MutatingAdmissionPolicy, []*admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
@@ -281,41 +283,34 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	k, err := newCatalogCEL()
+	k, err := catalog.NewSortCEL(policyPod)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	owned := celList([]string{contract.BinVolume, contract.PodInfoVolume, contract.StateVolume})
 	drop := celList([]string{contract.Env(contract.FlagPlatformCommands), contract.Env(contract.FlagRestartPolicy), contract.Env(contract.FlagRestartRules)})
-	vars := []admissionregistrationv1.Variable{
+	vars := []admissionregistrationv1.Variable{ // ann and lbl: what policyPod names
 		{Name: "ann", Expression: "has(object.metadata.annotations) ? object.metadata.annotations : {}"},
 		{Name: "lbl", Expression: "has(object.metadata.labels) ? object.metadata.labels : {}"},
 	}
-	for _, a := range k.announced() {
-		vars = append(vars, admissionregistrationv1.Variable{Name: a[0], Expression: a[1]})
+	for _, v := range k.Variables() {
+		vars = append(vars, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
 	}
 	runsSidesync := fmt.Sprintf(`(has(c.command) && size(c.command) > 0 && c.command[0].matches(%s))`, q(`(^|/)`+regexp.QuoteMeta(strings.TrimPrefix(contract.ImageBinary, "/"))+`/*$`))
-	var profiles, claimed []string
-	for _, i := range k.profiles() {
-		profiles = append(profiles, fmt.Sprint(i))
-	}
-	for _, i := range k.announcing() {
-		claimed = append(claimed, fmt.Sprintf("(!variables.%s || %d in variables.ent || %d in variables.nativeEnt)", announceVar(i), i, i))
-	}
 	below := q("^" + regexp.QuoteMeta(contract.Owned) + "(/|$)")
 	vars = append(vars, []admissionregistrationv1.Variable{
 		{Name: "inits", Expression: "has(object.spec.initContainers) ? object.spec.initContainers : []"},
-		{Name: "natives", Expression: `variables.inits.filter(c, has(c.restartPolicy) && c.restartPolicy == "Always")`},
-		{Name: "nativeEnt", Expression: "variables.natives.map(c, " + k.entry("c") + ")"},
-		{Name: "ent", Expression: "object.spec.containers.map(c, " + k.entry("c") + ")"},
+		{Name: "natives", Expression: "variables.inits.filter(c, " + manifest.NativeCEL("c") + ")"},
+		{Name: "nativeEnt", Expression: "variables.natives.map(c, " + k.Claim("c") + ")"},
+		{Name: "ent", Expression: "object.spec.containers.map(c, " + k.Claim("c") + ")"},
 		{Name: "apps", Expression: "object.spec.containers.transformList(i, c, variables.ent[i] == -1, c)"},
 		{Name: "wrapAt", Expression: "object.spec.containers.transformList(i, c, variables.ent[i] == -1 && !" + runsSidesync + ")"},
 		{Name: "wrapped", Expression: "object.spec.containers.transformList(i, c, variables.wrapAt[i], c.name)"},
-		{Name: "foundAll", Expression: "(variables.natives.transformList(i, c, " + k.found("c", "variables.nativeEnt[i]", true) + ") + " +
-			"object.spec.containers.transformList(i, c, " + k.found("c", "variables.ent[i]", false) + ")).filter(s, s != \"\")"},
+		{Name: "foundAll", Expression: "(variables.natives.transformList(i, c, " + foundCEL(k, "c", "variables.nativeEnt[i]", true) + ") + " +
+			"object.spec.containers.transformList(i, c, " + foundCEL(k, "c", "variables.ent[i]", false) + ")).filter(s, s != \"\")"},
 		{Name: "found", Expression: "variables.foundAll.transformList(i, s, variables.foundAll.indexOf(s) == i, s)"},
-		{Name: "nativeOnly", Expression: fmt.Sprintf("size(variables.natives) > 0 && variables.natives.all(c, has(c.startupProbe)) && !variables.ent.exists(e, e in [%s]) && %s",
-			strings.Join(profiles, ", "), and(claimed))},
+		{Name: "nativeOnly", Expression: fmt.Sprintf("size(variables.natives) > 0 && variables.natives.all(c, has(c.startupProbe)) && !variables.ent.exists(e, %s) && %s",
+			k.Sidecar("e"), k.AnnouncedClaimed("variables.ent", "variables.nativeEnt"))},
 		{Name: "clash", Expression: fmt.Sprintf("(has(object.spec.volumes) && object.spec.volumes.exists(v, v.name in %[1]s)) || "+
 			"variables.inits.exists(c, c.name == %[2]s || (has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in %[1]s))) || "+
 			"object.spec.containers.exists(c, c.name == %[2]s || (has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in %[1]s))) || "+
@@ -394,9 +389,8 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 	annPath := func(key string) string {
 		return fmt.Sprintf(`"/metadata/annotations/" + jsonpatch.escapeKey(%s)`, q(key))
 	}
-	policyEnv := fmt.Sprintf(`Object.spec.containers.env{name: %s, value: `+
-		`(has(c.restartPolicy) && c.restartPolicy.trim() != "") ? c.restartPolicy : (has(object.spec.restartPolicy) && object.spec.restartPolicy.trim() != "") ? object.spec.restartPolicy : "Always"}`,
-		q(contract.Env(contract.FlagRestartPolicy)))
+	policyEnv := fmt.Sprintf(`Object.spec.containers.env{name: %s, value: %s}`,
+		q(contract.Env(contract.FlagRestartPolicy)), restart.PolicyCEL("c", "object.spec"))
 	// The container's restartPolicyRules as restart.FormatRules writes them.
 	rulesEnv := fmt.Sprintf(`Object.spec.containers.env{name: %s, value: "[" + c.restartPolicyRules.map(r, `+
 		`"{\"action\":\"" + r.action + "\",\"exitCodes\":" + (!has(r.exitCodes) ? "null" : `+

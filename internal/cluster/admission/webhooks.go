@@ -2,9 +2,12 @@ package admission
 
 import (
 	"fmt"
+	"strconv"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidesync/sidesync/internal/shared/restart"
 )
 
 // Endpoint says where the API server reaches the webhook: a Service in the cluster, or a URL
@@ -156,6 +159,6 @@ func ValidatingWebhookConfiguration(o Options) *admissionregistrationv1.Validati
 // RunsToCompletion is the match condition of namespace-wide selection: the API server has
 // defaulted restartPolicy to Always when the pod says nothing.
 var RunsToCompletion = admissionregistrationv1.MatchCondition{Name: "runs-to-completion",
-	Expression: `!has(object.spec.restartPolicy) || object.spec.restartPolicy != "Always"`}
+	Expression: `!has(object.spec.restartPolicy) || object.spec.restartPolicy != ` + strconv.Quote(string(restart.Always))}
 
 func ptr[T any](v T) *T { return &v }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/shared/restart"
 )
 
 // pod is what the rules read: the object, with its containers sorted by the catalog (as
@@ -31,7 +32,7 @@ type appContainer struct {
 func newPod(o Object) *pod {
 	p := &pod{Object: o, ann: o.Pod.Annotations, labels: o.Pod.Labels}
 	policy := o.Pod.RestartPolicy
-	p.completes = o.Kind != manifest.Pod || policy == "Never" || policy == "OnFailure"
+	p.completes = o.Kind != manifest.Pod || policy == string(restart.Never) || policy == string(restart.OnFailure)
 	p.sorted = catalog.Sort(o.Pod, catalog.Options{Requests: true})
 	for _, c := range p.sorted.Apps {
 		p.apps = append(p.apps, &appContainer{c: c, w: readWrapper(c)})

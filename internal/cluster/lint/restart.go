@@ -88,7 +88,7 @@ func restartCause(c *manifest.Container, pod string) string {
 	if c.RestartPolicyRules != "" {
 		own = append(own, "restartPolicyRules")
 	}
-	if c.RestartPolicy != "" && c.RestartPolicy != "Never" {
+	if c.RestartPolicy != "" && c.RestartPolicy != string(restart.Never) {
 		own = append(own, "restartPolicy "+c.RestartPolicy)
 	}
 	if len(own) == 0 {

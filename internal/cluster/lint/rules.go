@@ -136,7 +136,7 @@ func (p *pod) toldQuit(s *catalog.Sidecar) bool {
 			return true
 		case a.w != nil:
 			continue // its own words (--quit-url) are not calls
-		case callsQuit(a.c, quit), s.Entry.Name == "linkerd" && runsAwaitShutdown(a.c):
+		case callsQuit(a.c, quit), s.Entry.QuitBy(a.c):
 			return true
 		}
 	}

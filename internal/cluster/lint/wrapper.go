@@ -141,24 +141,6 @@ func isAssignment(w string) bool {
 	return true
 }
 
-// runsAwaitShutdown reports whether the container runs linkerd-await --shutdown, which tells
-// Linkerd's proxy to quit when its command ends.
-func runsAwaitShutdown(c *manifest.Container) bool {
-	argv := c.Argv()
-	if len(argv) == 0 || path.Base(argv[0]) != "linkerd-await" {
-		return false
-	}
-	for _, a := range argv[1:] {
-		if a == "--" {
-			return false
-		}
-		if a == "--shutdown" || a == "-S" || a == "--shutdown=true" {
-			return true
-		}
-	}
-	return false
-}
-
 func isHTTPClient(word string) bool {
 	b := path.Base(word)
 	return b == "curl" || b == "wget"

@@ -137,10 +137,9 @@ func quitCommandCEL() string {
 		flags = append(flags, strconv.Itoa(n+2*i))
 		specs = append(specs, strconv.Itoa(n+2*i+1))
 	}
-	spec := "^(" + strings.Join(catalog.ProfileNames(), "|") + ")(:.*)?$"
 	terms = append(terms,
 		"["+strings.Join(flags, ", ")+"].all(i, i >= size(c.command) || c.command[i] == "+q("--"+contract.FlagSidecar)+")",
-		"["+strings.Join(specs, ", ")+"].all(i, i >= size(c.command) || c.command[i].matches("+q(spec)+"))")
+		"["+strings.Join(specs, ", ")+"].all(i, i >= size(c.command) || "+catalog.NamesProfileCEL("c.command[i]")+")")
 	return strings.Join(terms, " && ")
 }
 

@@ -12,8 +12,12 @@
 package catalog
 
 import (
+	"path"
 	"slices"
+	"strconv"
+	"strings"
 
+	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -70,6 +74,14 @@ type Entry struct {
 	// QuitsInJobs: the mesh's control plane tells the sidecar of a Job's pod to quit once the
 	// other containers ended (Kuma, for pods a Job owns).
 	QuitsInJobs bool
+	// Quitters are the programs an app may run its command with that tell the sidecar to quit
+	// when the command ends (linkerd-await --shutdown): the app then needs no sidesync to end
+	// the pod.
+	Quitters []Quitter
+	// EnvoyAdminPort is the port of the Envoy admin beside the sidecar's quit endpoint, when the
+	// quit goes elsewhere (Istio's Envoy on 15000, its agent's quit on 15020): scuttle's
+	// ENVOY_ADMIN_API on this port is told to quit there (QuitBesideEnvoyAdmin).
+	EnvoyAdminPort int
 	// Reads says, for the README, what the row reads besides its marks and containers.
 	Reads string
 }
@@ -120,6 +132,13 @@ type Switch struct {
 	// SQL Auth Proxy v1 has no --quitquitquit); UnavailableFix then says what to do instead.
 	Unavailable    []Match
 	UnavailableFix string
+}
+
+// Quitter is a program that runs the app's command and then tells the sidecar to quit, when
+// one of its flags says so.
+type Quitter struct {
+	Program string   // the base name of its executable: "linkerd-await"
+	Flags   []string // any one of them, before "--", makes it quit: "--shutdown", "-S"
 }
 
 // Credential is a variable of the wrapper's environment sent with the quit call.
@@ -215,6 +234,17 @@ func ProfileNames() []string {
 // IsProfile reports whether name is a profile.
 func IsProfile(name string) bool { return slices.Contains(ProfileNames(), name) }
 
+// NamesProfileCEL is, in CEL, whether the string that the CEL expression spec gives is a value of
+// --sidecar that names a profile: IsProfile of the part before its first ":" (a line of one
+// value: RE2's "." takes no newline).
+func NamesProfileCEL(spec string) string {
+	names := ProfileNames()
+	for i, n := range names {
+		names[i] = quoteMeta(n)
+	}
+	return spec + ".matches(" + celQuote("^("+strings.Join(names, "|")+")(:.*)?$") + ")"
+}
+
 // AskedByNamespace reports whether the namespace's annotations or labels ask the injector of e
 // for a sidecar in a pod with the given annotations and labels: a namespace request is on, and
 // the pod neither opts out (Unless) nor asks by itself (which Requests tells already).
@@ -230,4 +260,39 @@ func (e *Entry) AskedByNamespace(nsAnn, nsLabels, podAnn, podLabels map[string]s
 		}
 	}
 	return false
+}
+
+// QuitBy reports whether app container c runs its command with one of e's quitters, so that the
+// sidecar is told to quit when the command ends.
+func (e *Entry) QuitBy(c *manifest.Container) bool {
+	return slices.ContainsFunc(e.Quitters, func(q Quitter) bool { return q.quits(c.Argv()) })
+}
+
+// quits reports whether argv runs the quitter with one of its flags before "--".
+func (q Quitter) quits(argv []string) bool {
+	if len(argv) == 0 || path.Base(argv[0]) != q.Program {
+		return false
+	}
+	for _, a := range argv[1:] {
+		if a == "--" {
+			return false
+		}
+		if slices.Contains(q.Flags, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// QuitBesideEnvoyAdmin is the port of the quit endpoint of the sidecar whose Envoy admin listens
+// on port adminPort, as a URL writes it (Istio's agent, "15020", beside its Envoy's "15000"), and
+// whether a row says so: scuttle's ENVOY_ADMIN_API names only the Envoy admin, and kvij/scuttle
+// derives the agent's port the same way.
+func QuitBesideEnvoyAdmin(adminPort string) (string, bool) {
+	for i := range table {
+		if e := &table[i]; e.EnvoyAdminPort != 0 && strconv.Itoa(e.EnvoyAdminPort) == adminPort && e.Sidecar.Quit != nil {
+			return strconv.Itoa(urlPort(e.Sidecar.Quit.URL)), true
+		}
+	}
+	return "", false
 }

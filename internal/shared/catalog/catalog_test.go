@@ -50,6 +50,19 @@ func TestRows(t *testing.T) {
 				t.Errorf("%s: a switch needs what it switches, its settings and its fix: %+v", e.Name, sw)
 			}
 		}
+		for _, q := range e.Quitters {
+			if q.Program == "" || len(q.Flags) == 0 {
+				t.Errorf("%s: a quitter needs its program and the flags that make it quit: %+v", e.Name, q)
+			}
+		}
+		if e.EnvoyAdminPort != 0 && e.Sidecar.Quit == nil {
+			t.Errorf("%s: an Envoy admin port beside a quit endpoint, yet no quit call", e.Name)
+		}
+		for _, u := range endpointURLs(e) {
+			if urlPort(u) == 0 {
+				t.Errorf("%s: %s names no port, which the policies' CEL compares with", e.Name, u)
+			}
+		}
 		if n := e.Native; n.ByDefault == Maybe && n.Why == "" {
 			t.Errorf("%s: say why it may be native or not (Native.Why)", e.Name)
 		}
@@ -57,6 +70,18 @@ func TestRows(t *testing.T) {
 			t.Errorf("Lookup(%q) = %q, %v", e.Name, got.Name, ok)
 		}
 	}
+}
+
+// endpointURLs are the URLs of a row's profile.
+func endpointURLs(e Entry) []string {
+	var out []string
+	if e.Sidecar.Ready != nil && e.Sidecar.Ready.URL != "" {
+		out = append(out, e.Sidecar.Ready.URL)
+	}
+	if e.Sidecar.Quit != nil && e.Sidecar.Quit.URL != "" {
+		out = append(out, e.Sidecar.Quit.URL)
+	}
+	return out
 }
 
 func switchSources(s *Switch) []Source {

@@ -1,6 +1,10 @@
 package catalog
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
@@ -158,41 +162,131 @@ func (e *Entry) matches(v *manifest.PodView, c *manifest.Container) bool {
 	return false
 }
 
-// On reports whether the pod's annotations or labels carry the mark.
-func (m Mark) On(ann, labels map[string]string) bool {
-	from := ann
-	if m.Label {
-		from = labels
-	}
-	v, ok := from[m.Key]
-	return ok && (m.Value == "" || v == m.Value)
+// SortCEL is Sort in CEL, with Options{Requests: true} as inject reads a manifest, for an
+// admission policy: the pod's annotations and labels as p names them, each container as the
+// CEL expression its caller gives. It decides per container, without the state of the rows
+// claimed before, which gives claim's answer as long as no two rows' injectors add containers
+// of the same name and a row's Containers match only its own container's name (and the pod's
+// container names are distinct, as the API server makes them): NewSortCEL refuses a table that
+// breaks this, rather than let a policy disagree with inject.
+type SortCEL struct {
+	pod CELPod
 }
 
-// String is the mark as messages show it: `annotation linkerd.io/inject: "enabled"`, `label
-// osm-proxy-uuid`.
-func (m Mark) String() string {
-	what := "annotation "
-	if m.Label {
-		what = "label "
-	}
-	if m.Value == "" {
-		return what + m.Key
-	}
-	return what + m.YAML()
+// CELVariable is a variable of an admission policy: the policy reads it as variables.NAME.
+type CELVariable struct {
+	Name, Expression string
 }
 
-// YAML is the mark as a line of YAML, its value quoted: `sidecar.istio.io/nativeSidecar: "true"`.
-func (m Mark) YAML() string { return m.Key + ": " + quote(m.Value) }
-
-// Matches reports whether container c of pod v matches m.
-func (m Match) Matches(v *manifest.PodView, c *manifest.Container) bool {
-	switch {
-	case m.When != nil && !m.When.On(v.Annotations, v.Labels):
-		return false
-	case m.Name != "" && m.Name != c.Name:
-		return false
-	case m.NamePrefix != "" && (len(c.Name) <= len(m.NamePrefix) || c.Name[:len(m.NamePrefix)] != m.NamePrefix):
-		return false
+// NewSortCEL checks that the table is one SortCEL follows.
+func NewSortCEL(p CELPod) (*SortCEL, error) {
+	seen := map[string]string{}
+	for _, e := range table {
+		if e.Container == "" {
+			continue
+		}
+		if other, dup := seen[e.Container]; dup {
+			return nil, fmt.Errorf("catalog rows %s and %s name the same container %s: the policy's CEL cannot tell which claims it", other, e.Name, e.Container)
+		}
+		seen[e.Container] = e.Name
+		for _, m := range e.Containers {
+			if m.Name != e.Container || m.NamePrefix != "" || m.Image != "" || m.When != nil {
+				return nil, fmt.Errorf("catalog row %s: a container match other than its container's name %s: the policy's CEL does not follow claim's order for it", e.Name, e.Container)
+			}
+		}
 	}
-	return m.Image == "" || containsFold(c.Image, m.Image)
+	return &SortCEL{pod: p}, nil
+}
+
+// announcing reports whether anything on a pod can announce e (announce).
+func (e *Entry) announcing() bool { return len(e.Marks)+len(e.Requests) > 0 }
+
+// announcedVar is the name of the variable that says whether row i is announced.
+func announcedVar(i int) string { return fmt.Sprintf("announced%d", i) }
+
+// Variables are the variables that Claim and AnnouncedClaimed read, in order: whether each row
+// that marks or requests can announce is announced (announce, with marked).
+func (k *SortCEL) Variables() []CELVariable {
+	var out []CELVariable
+	for i := range table {
+		e := &table[i]
+		if !e.announcing() {
+			continue
+		}
+		expr := celOr([]string{anyOnCEL(e.Marks, k.pod), anyOnCEL(e.Requests, k.pod)})
+		if len(e.Unless) > 0 {
+			expr = "(!" + anyOnCEL(e.Unless, k.pod) + " && " + expr + ")"
+		}
+		out = append(out, CELVariable{Name: announcedVar(i), Expression: expr})
+	}
+	return out
+}
+
+// Claim is claim in CEL: the index in Entries of the row that claims the container c (an int),
+// or -1 for an app. A row that is announced claims its container by name; else the first row
+// whose Containers match it does.
+func (k *SortCEL) Claim(c string) string {
+	var arms []string
+	for i := range table {
+		if e := &table[i]; e.Container != "" && e.announcing() {
+			arms = append(arms, fmt.Sprintf("(variables.%s && %s.name == %s) ? %d", announcedVar(i), c, celQuote(e.Container), i))
+		}
+	}
+	for i := range table {
+		e := &table[i]
+		if len(e.Containers) == 0 {
+			continue
+		}
+		var ms []string
+		for _, m := range e.Containers {
+			ms = append(ms, m.CEL(k.pod, c))
+		}
+		arms = append(arms, fmt.Sprintf("%s ? %d", celOr(ms), i))
+	}
+	return "(" + strings.Join(append(arms, "-1"), " : ") + ")"
+}
+
+// Sidecar is, in CEL, whether the row index ent (as Claim gives it) makes a regular container
+// one of Pod.Sidecars: the row is a profile (the other rows' containers are Stopped).
+func (k *SortCEL) Sidecar(ent string) string {
+	var rows []string
+	for i := range table {
+		if table[i].IsProfile() {
+			rows = append(rows, strconv.Itoa(i))
+		}
+	}
+	return ent + " in [" + strings.Join(rows, ", ") + "]"
+}
+
+// AnnouncedClaimed is, in CEL, whether every row announced claims a container of the pod, so that
+// Pod.Sidecars has none without its container: claims are CEL lists of Claim's answers for the
+// pod's containers (regular, native).
+func (k *SortCEL) AnnouncedClaimed(claims ...string) string {
+	var conds []string
+	for i := range table {
+		if !table[i].announcing() {
+			continue
+		}
+		terms := []string{"!variables." + announcedVar(i)}
+		for _, l := range claims {
+			terms = append(terms, fmt.Sprintf("%d in %s", i, l))
+		}
+		conds = append(conds, "("+strings.Join(terms, " || ")+")")
+	}
+	return celAnd(conds)
+}
+
+// SidecarRows is a CEL value chosen by the row index ent (as Claim gives it) of a sidecar's
+// container: value(e) for each row e that is a profile and claims containers, otherwise for
+// any other.
+func (k *SortCEL) SidecarRows(ent string, value func(e *Entry) string, otherwise string) string {
+	var arms []string
+	for i := range table {
+		e := &table[i]
+		if !e.IsProfile() || (len(e.Containers) == 0 && e.Container == "") {
+			continue
+		}
+		arms = append(arms, fmt.Sprintf("%s == %d ? %s", ent, i, value(e)))
+	}
+	return "(" + strings.Join(append(arms, otherwise), " : ") + ")"
 }

@@ -63,6 +63,8 @@ var table = []Entry{
 		Container:         "istio-proxy",
 		Containers:        []Match{{Name: "istio-proxy"}},
 		QuitPort:          []Source{{Annotation: "status.sidecar.istio.io/port"}},
+		// Envoy's admin on 15000 beside the agent (SIDECARS.md 3.1).
+		EnvoyAdminPort: 15000,
 		Native: Native{Marks: []Mark{{Key: "sidecar.istio.io/nativeSidecar", Value: "true"}},
 			ClassicMarks: []Mark{{Key: "sidecar.istio.io/nativeSidecar", Value: "false"}},
 			ByDefault:    Maybe, Why: "Istio 1.28+ injects native sidecars when every node runs Kubernetes 1.33+ (ENABLE_NATIVE_SIDECARS=auto); older releases, or a cluster with an older node, get classic ones",
@@ -101,6 +103,8 @@ var table = []Entry{
 				{Key: "config.linkerd.io/proxy-enable-native-sidecar", Value: "false"},
 				{Key: "config.alpha.linkerd.io/proxy-enable-native-sidecar", Value: "false"}},
 			ByDefault: Maybe, Why: "Linkerd 2.20+ injects native sidecars by default; older releases, or proxy.nativeSidecar: false, classic ones"},
+		// linkerd-await -S/--shutdown runs the command, then posts /shutdown (SIDECARS.md 4.5).
+		Quitters: []Quitter{{Program: "linkerd-await", Flags: []string{"--shutdown", "-S", "--shutdown=true"}}},
 		Reads: "native with `config.linkerd.io/proxy-enable-native-sidecar: true` (or the beta and alpha spellings); " +
 			"the quit only with `" + linkerdShutdown + ": enabled` (or the proxy's `LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED`)"},
 

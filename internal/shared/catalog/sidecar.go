@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/sidecar"
@@ -140,140 +139,6 @@ func (s *Sidecar) readNative(v *manifest.PodView) {
 	}
 }
 
-func anyOn(marks []Mark, v *manifest.PodView) bool {
-	for _, m := range marks {
-		if m.On(v.Annotations, v.Labels) {
-			return true
-		}
-	}
-	return false
-}
-
-// port is the port the first of sources that the pod sets gives; a value that is no port is a
-// note, and the default stays.
-func (s *Sidecar) port(v *manifest.PodView, sources []Source) (int, bool) {
-	for _, src := range sources {
-		src.port = true
-		val, set := s.value(v, src)
-		if !set && s.hidden(src) {
-			s.Notes = append(s.Notes, "the port "+src.String()+" sets comes from valueFrom, which the manifest does not show: assuming the default; give it a literal value, or name the port with --sidecar")
-			return 0, false
-		}
-		if !set {
-			continue
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(val))
-		if err != nil || n < 1 || n > 65535 {
-			s.Notes = append(s.Notes, "ignoring port "+strconv.Quote(val)+" from "+src.String()+": not a port")
-			return 0, false
-		}
-		return n, true
-	}
-	return 0, false
-}
-
-// off returns how the switch is off, or nil when it is on (or there is none). The first of its
-// settings that the pod sets decides, as the sidecar's own flag library has a flag win over its
-// variable; with none set it is off, certainly so when every setting could be read and the row
-// says nothing else may switch it on.
-func (s *Sidecar) off(v *manifest.PodView, sw *Switch) *Off {
-	if sw == nil {
-		return nil
-	}
-	if s.Container != nil {
-		for _, m := range sw.Unavailable {
-			if m.Matches(v, s.Container) {
-				return &Off{Rule: sw.Rule, What: sw.What, Fix: sw.UnavailableFix, Certain: true}
-			}
-		}
-	}
-	certain := sw.Maybe == ""
-	for _, src := range sw.On {
-		if src.Annotation == "" && s.Container == nil {
-			certain = false // the pod does not show the sidecar's own flags and variables yet
-			continue
-		}
-		if val, set := s.value(v, src); set {
-			if src.on(val) {
-				return nil
-			}
-			return &Off{Rule: sw.Rule, What: sw.What, Fix: sw.Fix, Certain: true}
-		}
-		if s.hidden(src) {
-			return &Off{Rule: sw.Rule, What: sw.What, Fix: sw.Fix, Hidden: src.String()}
-		}
-	}
-	return &Off{Rule: sw.Rule, What: sw.What, Fix: sw.Fix, Certain: certain}
-}
-
-// value reads a source in the pod: the annotation, or the flag or variable of the sidecar's
-// container.
-func (s *Sidecar) value(v *manifest.PodView, src Source) (string, bool) {
-	switch {
-	case src.Annotation != "":
-		val, ok := v.Annotations[src.Annotation]
-		return val, ok
-	case s.Container == nil:
-		return "", false
-	case src.Flag != "":
-		return FlagValue(s.Container.Argv(), src.Flag, src.Value == "" && !src.port)
-	}
-	return s.Container.EnvValue(src.Env)
-}
-
-// hidden reports whether src is a variable of the sidecar's container set with valueFrom (a
-// ConfigMap, a Secret, a field), whose value the manifest does not show.
-func (s *Sidecar) hidden(src Source) bool {
-	return src.Env != "" && s.Container != nil && s.Container.EnvFrom(src.Env)
-}
-
-// on reports whether a source's value switches it on: its Value, or for a boolean flag or
-// variable anything strconv.ParseBool reads as true (a flag given without a value is true).
-func (src Source) on(val string) bool {
-	if src.Value != "" {
-		return val == src.Value
-	}
-	if src.Flag != "" && val == "" {
-		return true
-	}
-	b, err := strconv.ParseBool(val)
-	return err == nil && b
-}
-
-// String names a source for messages: "annotation config.linkerd.io/admin-port", "flag
-// --http-port", "variable CSQL_PROXY_HTTP_PORT".
-func (src Source) String() string {
-	switch {
-	case src.Annotation != "":
-		return "annotation " + src.Annotation
-	case src.Flag != "":
-		return "flag --" + src.Flag
-	}
-	return "variable " + src.Env
-}
-
-// FlagValue finds a flag of the sidecar's own command line, as the sidecars' flag libraries read
-// them: --name=V, or --name V (also with one dash) unless the flag is boolean, which takes its
-// value only after "=" (--quitquitquit false is the flag, then an argument). It stops at "--".
-func FlagValue(args []string, name string, boolean bool) (string, bool) {
-	for i, a := range args {
-		if a == "--" {
-			return "", false // what follows is not the sidecar's
-		}
-		a = strings.TrimLeft(a, "-")
-		if a == name {
-			if !boolean && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-				return args[i+1], true
-			}
-			return "", true
-		}
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // WithCredential adds to the quit call of a sidecar of profile name the credential that its row
 // takes from the wrapper's environment (Dapr's API token), when the variable is set.
 func WithCredential(name string, sc sidecar.Sidecar, lookupEnv func(string) (string, bool)) sidecar.Sidecar {
@@ -292,8 +157,3 @@ func WithCredential(name string, sc sidecar.Sidecar, lookupEnv func(string) (str
 }
 
 func quote(s string) string { return strconv.Quote(s) }
-
-// containsFold reports whether s contains sub, ignoring case.
-func containsFold(s, sub string) bool {
-	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
-}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -143,13 +144,17 @@ func (p *parser) scuttleIstioQuit(s scuttle) (sidecar.Call, bool) {
 	}
 	envoy := sidecar.EnvoyQuit(s.adminAPI)
 	u, err := url.Parse(s.adminAPI)
-	if err != nil || u.Port() != "15000" {
+	if err != nil {
 		return envoy, true
 	}
-	// Istio's agent listens on 15020 next to Envoy's admin on 15000 (kvij/scuttle derives it the
-	// same way); it stops Envoy at once and exits 0. Where nothing listens on 15020 (plain Envoy, as in OSM),
+	// Istio's agent listens on 15020 next to Envoy's admin on 15000 (the catalog's Istio row); it
+	// stops Envoy at once and exits 0. Where nothing listens on 15020 (plain Envoy, as in OSM),
 	// Envoy's own /quitquitquit is used instead.
-	u.Host = net.JoinHostPort(u.Hostname(), "15020")
+	port, ok := catalog.QuitBesideEnvoyAdmin(u.Port())
+	if !ok {
+		return envoy, true
+	}
+	u.Host = net.JoinHostPort(u.Hostname(), port)
 	agent := sidecar.EnvoyQuit(u.String())
 	agent.Alternates = []string{envoy.URL}
 	return agent, true

@@ -2,8 +2,10 @@ package manifest
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/sidesync/sidesync/internal/shared/jsonlite"
+	"github.com/sidesync/sidesync/internal/shared/restart"
 )
 
 // PodView is a pod as sidesync reads it: its metadata and the parts of its spec that say which
@@ -58,7 +60,13 @@ type EnvVar struct {
 // Native reports whether the container is a Kubernetes native sidecar: an init container with
 // restartPolicy Always (Kubernetes 1.29+; init containers accept Never and OnFailure too, which
 // are not sidecars).
-func (c *Container) Native() bool { return c.Init && c.RestartPolicy == "Always" }
+func (c *Container) Native() bool { return c.Init && c.RestartPolicy == string(restart.Always) }
+
+// NativeCEL is Native in CEL, for the init container that the CEL expression c names (the
+// admission policies' own list of init containers stands for Init).
+func NativeCEL(c string) string {
+	return "has(" + c + ".restartPolicy) && " + c + ".restartPolicy == " + strconv.Quote(string(restart.Always))
+}
 
 // Argv is the container's own command and args, as one list; the image's ENTRYPOINT is not known
 // here.

@@ -268,7 +268,8 @@ func (s Spec) Restarts(code int) (bool, string) {
 // defaults: the container's restartPolicy, else the pod's, else Always (what Kubernetes sets on
 // a Pod that says none; a Job's pod template must say Never or OnFailure); and the container's
 // restartPolicyRules, as JSON ("" or "null" for none). Every reader of a pod (detection in the
-// pod, inject, lint) asks this one function, so that they agree.
+// pod, inject, lint) asks this one function, so that they agree; the admission policies write its
+// choice of policy with PolicyCEL.
 func Effective(container, pod, rules string) (Spec, error) {
 	policy := container
 	if strings.TrimSpace(policy) == "" {
