@@ -6,6 +6,7 @@
 package restart
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -128,7 +129,7 @@ func ruleFrom(v any) (Rule, error) {
 	case []any:
 		r.ExitCodes.Values = make([]int32, 0, len(values)) // [] stays [], as the API wrote it
 		for _, e := range values {
-			n, ok := e.(jsonlite.Number)
+			n, ok := e.(json.Number)
 			code, err := strconv.ParseInt(string(n), 10, 32)
 			if !ok || err != nil {
 				return r, fmt.Errorf("exitCodes values: %s is not a whole number from %d to %d", what(e), math.MinInt32, math.MaxInt32)
