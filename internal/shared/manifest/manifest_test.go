@@ -154,8 +154,9 @@ func TestReadPod(t *testing.T) {
 	if got := app.Argv(); !reflect.DeepEqual(got, []string{"/app", "-v"}) {
 		t.Errorf("Argv = %q", got)
 	}
-	if app.RestartPolicyRules != `[{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]` {
-		t.Errorf("RestartPolicyRules = %s", app.RestartPolicyRules)
+	rules := []any{map[string]any{"action": "Restart", "exitCodes": map[string]any{"operator": "In", "values": []any{json.Number("42")}}}}
+	if !reflect.DeepEqual(app.RestartPolicyRules, rules) {
+		t.Errorf("RestartPolicyRules = %#v, want them as decoded, untouched", app.RestartPolicyRules)
 	}
 	for name, want := range map[string]struct {
 		v       string
