@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ func DecodeJSONObject(raw []byte) (map[string]any, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("the object is not a JSON object: %T", v)
+		return nil, fmt.Errorf("the object is not a JSON object: %.40s", bytes.TrimSpace(raw))
 	}
 	return obj, nil
 }
