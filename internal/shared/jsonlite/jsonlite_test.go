@@ -300,3 +300,48 @@ func TestAppend(t *testing.T) {
 		}
 	}
 }
+
+// benchPod is a Pod as the API server returns one: four containers with env, managed fields.
+func benchPod() []byte {
+	var containers, managed []any
+	for i := range 4 {
+		var env []any
+		for j := range 20 {
+			env = append(env, map[string]any{"name": fmt.Sprintf("VAR_%d_%d", i, j), "value": strings.Repeat("v", 40)})
+		}
+		containers = append(containers, map[string]any{"name": fmt.Sprintf("c%d", i), "image": "example/app:1.2.3", "env": env,
+			"ports": []any{map[string]any{"containerPort": 8080 + i, "protocol": "TCP"}}, "resources": map[string]any{"limits": map[string]any{"cpu": "1"}}})
+	}
+	for i := range 6 {
+		managed = append(managed, map[string]any{"manager": fmt.Sprintf("m%d", i), "operation": "Update", "time": "2026-12-06T10:00:00Z",
+			"fieldsV1": map[string]any{"f:spec": map[string]any{"f:containers": map[string]any{`k:{"name":"c0"}`: map[string]any{".": map[string]any{}, "f:image": map[string]any{}}}}}})
+	}
+	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": "job-x", "namespace": "jobs", "labels": map[string]any{"app": "job"}, "managedFields": managed},
+		"spec":     map[string]any{"restartPolicy": "Never", "terminationGracePeriodSeconds": 30, "containers": containers}})
+	return b
+}
+
+// BenchmarkDecode decodes a Pod with Decode and with encoding/json's Decoder (UseNumber), which
+// gives the same values: what the pod binary and the cluster side pay per Pod.
+func BenchmarkDecode(b *testing.B) {
+	pod := benchPod()
+	b.Run("jsonlite", func(b *testing.B) {
+		b.SetBytes(int64(len(pod)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Decode(pod); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(pod)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := stdDecode(pod); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
