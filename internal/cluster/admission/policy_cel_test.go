@@ -88,8 +88,8 @@ func jsonCopy(t *testing.T, v map[string]any) map[string]any {
 	if err != nil {
 		t.Fatal(fmt.Errorf("copying a pod: %w", err))
 	}
-	var out map[string]any
-	if err := json.Unmarshal(j, &out); err != nil {
+	out, err := manifest.DecodeJSONObject(j)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out

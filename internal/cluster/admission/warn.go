@@ -129,7 +129,7 @@ func withNamespaceRequests(obj map[string]any, tm manifest.TypeMeta, pod *manife
 	if len(add) == 0 {
 		return obj
 	}
-	out, err := manifest.DecodeJSONObject(mustJSON(obj))
+	out, err := manifest.ObjectOf(obj) // a copy to add the requests to; obj stays as it came
 	if err != nil {
 		return obj
 	}

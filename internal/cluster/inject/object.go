@@ -8,10 +8,10 @@ import (
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
-// The object is decoded JSON (map[string]any, []any, string, bool, json.Number or float64,
-// nil), never a typed struct, so that every field inject does not own survives, including
-// fields newer than this code. It is read with internal/shared/manifest; inject writes only []any,
-// map[string]any and strings.
+// The object is decoded JSON as internal/shared/jsonlite decodes it (map[string]any, []any,
+// string, bool, json.Number, nil), never a typed struct, so that every field inject does not own
+// survives, including fields newer than this code. It is read with internal/shared/manifest;
+// inject writes only []any, map[string]any and strings.
 
 // deepCopy copies a decoded JSON value, so that Apply never changes its input.
 func deepCopy(v any) any {

@@ -85,7 +85,7 @@ func (set codes) ranges() string {
 // own settings ("its restartPolicyRules", "its restartPolicy OnFailure").
 func restartCause(c *manifest.Container, pod string) string {
 	var own []string
-	if c.RestartPolicyRules != "" {
+	if c.RestartPolicyRules != nil {
 		own = append(own, "restartPolicyRules")
 	}
 	if c.RestartPolicy != "" && c.RestartPolicy != string(restart.Never) {
@@ -159,7 +159,7 @@ func restartFinding(p *pod, a *appContainer) (Finding, bool) {
 		f.Severity = Warning
 		f.Message = runs + "; sidesync does not quit the sidecars then"
 		f.Fix = "make sure activeDeadlineSeconds bounds the restarts"
-		if c.RestartPolicy == "" && c.RestartPolicyRules == "" {
+		if c.RestartPolicy == "" && c.RestartPolicyRules == nil {
 			f.Message = "container " + c.Name + " restarts in place on failure (the pod's restartPolicy OnFailure); sidesync does not quit the sidecars then"
 			f.Fix = "make sure backoffLimit or activeDeadlineSeconds bound the restarts"
 		}

@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidesync/sidesync/internal/cluster/rescue"
 	"github.com/sidesync/sidesync/internal/shared/catalog"
@@ -526,7 +525,7 @@ func ephemeralStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
 // sortPod sorts the pod's containers with the catalog, as every reader of a pod does.
 func sortPod(t *testing.T, pod *corev1.Pod) (*manifest.PodView, *catalog.Pod) {
 	t.Helper()
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+	obj, err := manifest.ObjectOf(pod)
 	if err != nil {
 		t.Fatal(err)
 	}

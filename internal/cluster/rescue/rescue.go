@@ -20,7 +20,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/config"
@@ -550,9 +549,10 @@ func shareProcessNamespace(pod *corev1.Pod) bool {
 	return pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace
 }
 
-// podView reads the pod's spec as every reader of a pod in sidesync does.
+// podView reads the pod's spec as every reader of a pod in sidesync does: decoded as a manifest
+// is (manifest.ObjectOf), numbers and all.
 func podView(pod *corev1.Pod) (*manifest.PodView, error) {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+	obj, err := manifest.ObjectOf(pod)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package stream
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/sidesync/sidesync/internal/shared/jsonlite"
 )
 
 // canonical encodes v as compact JSON, keys sorted, numbers as their text: two objects are the
@@ -18,13 +20,10 @@ func canonical(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// decoded is the value that canonical encoded: maps, slices, strings, json.Number, bools and
-// nil only. The encoding is canonical's, so decoding cannot fail.
+// decoded is the value that canonical encoded, decoded as Read decodes: maps, slices, strings,
+// json.Number, bools and nil only. The encoding is canonical's, so decoding cannot fail.
 func decoded(c []byte) any {
-	dec := json.NewDecoder(bytes.NewReader(c))
-	dec.UseNumber()
-	var v any
-	_ = dec.Decode(&v)
+	v, _ := jsonlite.Decode(c)
 	return v
 }
 

@@ -1,11 +1,10 @@
 package stream
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/shared/jsonlite"
 	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
@@ -58,8 +57,9 @@ func readKey(s string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	var m map[string]json.RawMessage
-	if json.NewDecoder(bytes.NewReader(j)).Decode(&m) != nil || len(m) != 1 {
+	v, _ := jsonlite.Decode(j)
+	m, _ := v.(map[string]any)
+	if len(m) != 1 {
 		return "", false
 	}
 	for k := range m {

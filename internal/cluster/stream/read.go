@@ -2,11 +2,10 @@ package stream
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
+	"github.com/sidesync/sidesync/internal/shared/jsonlite"
 	yaml3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
@@ -47,10 +46,11 @@ func yamlObject(text []byte) (map[string]any, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkShape(j); err != nil {
+	v, err := limits().Decode(j)
+	if err != nil {
 		return nil, nil, err
 	}
-	obj, err := object(json.NewDecoder(bytes.NewReader(j)))
+	obj, err := object(v)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -67,60 +67,58 @@ func yamlObject(text []byte) (map[string]any, []byte, error) {
 	return obj, read, err
 }
 
-// readJSON reads a stream of JSON values, each an object or null.
+// readJSON reads a stream of JSON values, each an object or null, one after another as
+// encoding/json's Decoder (and so kubectl) reads them: white space between them, or none.
 func readJSON(data []byte) ([]Document, error) {
 	var docs []Document
-	dec := json.NewDecoder(bytes.NewReader(data))
-	prev := 0
+	prev := 0 // where the last document ended
 	for n := 1; ; n++ {
-		if !dec.More() {
-			if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("document %d: not a JSON object", n)
-			}
+		start := len(data) - len(bytes.TrimLeft(data[prev:], " \t\r\n"))
+		if start == len(data) {
 			if len(docs) > 0 {
 				docs[len(docs)-1].src.post = data[prev:]
 			}
 			return docs, nil
 		}
-		start := int(dec.InputOffset()) // More skipped the white space before the value
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("document %d: %w", n, err)
-		}
-		obj, read, err := jsonObject(raw)
+		obj, end, err := jsonObject(data[start:])
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", n, err)
 		}
-		end := int(dec.InputOffset())
+		end += start
+		read, err := canonical(obj)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", n, err)
+		}
 		src := &source{format: JSON, pre: data[prev:start], body: data[start:end], read: read}
 		docs = append(docs, Document{N: n, Object: obj, src: src})
 		prev = end
 	}
 }
 
-// jsonObject reads one JSON value and returns it with its canonical encoding.
-func jsonObject(raw []byte) (map[string]any, []byte, error) {
-	if err := checkShape(raw); err != nil {
-		return nil, nil, err
-	}
-	obj, err := object(json.NewDecoder(bytes.NewReader(raw)))
+// jsonObject reads the JSON value that data starts with, which must be an object or null, and
+// says where it ends.
+func jsonObject(data []byte) (map[string]any, int, error) {
+	v, end, err := limits().DecodeFirst(data)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, err
 	}
-	read, err := canonical(obj)
-	return obj, read, err
+	obj, err := object(v)
+	return obj, end, err
+}
+
+// limits are how Read decodes JSON, a document's or what sigs.k8s.io/yaml made of one: with
+// internal/shared/jsonlite, as every reader of a pod decodes (numbers as json.Number); a key
+// twice in one object refused, as the YAML reader refuses it (encoding/json would keep the last
+// value and drop the other silently); nesting bounded by MaxDepth.
+func limits() jsonlite.Options {
+	return jsonlite.Options{MaxDepth: MaxDepth, UniqueKeys: true}
 }
 
 // errNotObject is the error for a document that is a scalar or a list.
 var errNotObject = errors.New("not an object (a mapping with apiVersion and kind)")
 
-// object decodes one value, which must be an object or null.
-func object(dec *json.Decoder) (map[string]any, error) {
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
+// object is a decoded value that must be an object or null.
+func object(v any) (map[string]any, error) {
 	switch v := v.(type) {
 	case nil:
 		return nil, nil

@@ -1,7 +1,8 @@
 // Package stream reads and writes what kubectl reads with -f: a stream of YAML documents
 // separated by ---, or of JSON objects, each a Kubernetes object (a List's items being objects
 // too). Objects are decoded JSON (map[string]any), never typed structs, so every field survives,
-// and numbers are kept exactly (json.Number).
+// decoded by internal/shared/jsonlite as every reader of a pod decodes, and numbers are kept
+// exactly (json.Number).
 //
 // Write changes no more than the objects changed: a document whose object is as it was read is
 // written back byte for byte, and a changed YAML document keeps its comments, key order and

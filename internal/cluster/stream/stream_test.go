@@ -124,6 +124,9 @@ func TestReadErrors(t *testing.T) {
 		{"two keys that are one JSON key", "kind: A\n1: a\n\"1\": b\n", `document 1: key "1" twice in one mapping, as 1 and 1`},
 		{"two keys that are one JSON key, one of them merged", "kind: A\n---\n0: &b {0.}\n<<: *b\n", `document 2: key "0" twice in one mapping, as 0 and 0.`},
 		{"too deep", "a: " + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), "document 1: nested deeper than 512 levels"},
+		{"a key twice in a JSON object", `{"kind": "A"} {"kind": "B", "v": {"a": 1, "a": 1}}`, `document 2: key "a" twice in one object`},
+		{"JSON too deep", `{"kind": "A"}` + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), "document 2: nested deeper than 512 levels"},
+		{"JSON that ends early", `{"kind": "A"}{"kind"`, "document 2: unexpected end of JSON input"},
 		{"too large", strings.Repeat("#", MaxInput+1), "input larger than 16 MiB"},
 	}
 	for _, tt := range tests {

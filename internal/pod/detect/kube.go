@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/sidesync/sidesync/internal/pod/httpc"
@@ -29,7 +28,7 @@ func getPod(ctx context.Context, o Options) (*manifest.PodView, string, error) {
 	if !hasHost || host == "" {
 		return nil, "", errNoAPI
 	}
-	token, err := os.ReadFile(filepath.Join(o.ServiceAccountDir, "token"))
+	token, err := tokenFile.read(ctx, o.ServiceAccountDir)
 	if err != nil {
 		return nil, "", &NoTokenError{Dir: o.ServiceAccountDir, Err: err}
 	}
@@ -37,12 +36,12 @@ func getPod(ctx context.Context, o Options) (*manifest.PodView, string, error) {
 	if !ok || port == "" {
 		port = "443"
 	}
-	ns, name := podIdentity(o)
+	ns, name, err := podIdentity(ctx, o)
 	where := ns + "/" + name
-	if ns == "" || name == "" {
-		return nil, where, fmt.Errorf("cannot tell the pod's namespace and name (set POD_NAMESPACE and POD_NAME from the downward API)")
+	if err != nil {
+		return nil, where, err
 	}
-	dial, err := tlsDialer(filepath.Join(o.ServiceAccountDir, "ca.crt"), host)
+	dial, err := tlsDialer(ctx, o.ServiceAccountDir, host)
 	if err != nil {
 		return nil, where, err
 	}
@@ -72,11 +71,14 @@ func getPod(ctx context.Context, o Options) (*manifest.PodView, string, error) {
 
 // podIdentity returns the pod's namespace and name: POD_NAMESPACE or the service account's
 // namespace file, and POD_NAME or the host name (a pod's host name is its name unless
-// spec.hostname says otherwise).
-func podIdentity(o Options) (ns, name string) {
+// spec.hostname says otherwise); or an error when it cannot tell, which says why the namespace
+// file, when it was read, could not be.
+func podIdentity(ctx context.Context, o Options) (ns, name string, err error) {
+	var nsErr error
 	ns, _ = o.LookupEnv("POD_NAMESPACE")
 	if ns == "" {
-		b, _ := os.ReadFile(filepath.Join(o.ServiceAccountDir, "namespace"))
+		var b []byte
+		b, nsErr = namespaceFile.read(ctx, o.ServiceAccountDir)
 		ns = strings.TrimSpace(string(b))
 	}
 	name, _ = o.LookupEnv("POD_NAME")
@@ -86,7 +88,14 @@ func podIdentity(o Options) (ns, name string) {
 	if name == "" {
 		name, _ = os.Hostname()
 	}
-	return ns, name
+	const cannot = "cannot tell the pod's namespace and name (set POD_NAMESPACE and POD_NAME from the downward API)"
+	switch {
+	case ns != "" && name != "":
+		return ns, name, nil
+	case nsErr != nil:
+		return ns, name, fmt.Errorf(cannot+"; the service account's namespace file: %w", nsErr)
+	}
+	return ns, name, errors.New(cannot)
 }
 
 // readPod reads a Pod object as internal/shared/manifest reads every pod.

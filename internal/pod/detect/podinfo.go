@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sidesync/sidesync/internal/pod/regfile"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 )
 
@@ -59,34 +58,10 @@ func (pi *PodInfo) read(ctx context.Context, path string) map[string]string {
 	return parseKeyValues(bytes.NewReader(data))
 }
 
-// readWithin runs read and waits for its answer until ctx ends. A read stuck in the kernel (a
-// hung file system) is left behind: the process ends soon after a stop signal anyway.
-func readWithin(ctx context.Context, read func() ([]byte, error)) ([]byte, error) {
-	type answer struct {
-		data []byte
-		err  error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		data, err := read()
-		done <- answer{data, err}
-	}()
-	select {
-	case a := <-done:
-		return a.data, a.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("not read: %w", context.Cause(ctx))
-	}
-}
-
-// readRegular reads the downward-API file at path with regfile.Read, whose refusal of a file
+// readRegular reads the downward-API file at path with readBounded, whose refusal of a file
 // larger than limit says why the bound is what it is.
 func readRegular(path string, limit int) ([]byte, error) {
-	data, err := regfile.Read(path, limit)
-	if _, tooLarge := errors.AsType[*regfile.TooLarge](err); tooLarge {
-		return nil, fmt.Errorf("%w: Kubernetes caps a pod's annotations at 256 KiB, quoted at most four times as large", err)
-	}
-	return data, err
+	return readBounded(path, limit, "Kubernetes caps a pod's annotations at 256 KiB, quoted at most four times as large")
 }
 
 // parseKeyValues reads the lines of a downward-API file; a line without "=" is skipped, and a

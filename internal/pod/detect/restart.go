@@ -25,7 +25,7 @@ func restartOf(p *manifest.PodView, lookupEnv func(string) (string, bool)) (spec
 			return restart.Spec{}, "", fmt.Sprintf("cannot tell whether the kubelet restarts this container: containers %s set their own restartPolicy, "+
 				"and neither %s says which container this is", strings.Join(own, ", "), strings.Join(containerEnv, " nor "))
 		}
-		spec, err := restart.Effective("", p.RestartPolicy, "")
+		spec, err := restart.Effective("", p.RestartPolicy, nil)
 		if err != nil {
 			return restart.Spec{}, "", fmt.Sprintf("cannot read the pod's restartPolicy: %v", err)
 		}
@@ -58,7 +58,7 @@ func containerName(lookupEnv func(string) (string, bool)) (variable, name string
 func ownRestarts(cs []*manifest.Container) []string {
 	var out []string
 	for _, c := range cs {
-		if c.RestartPolicy != "" || c.RestartPolicyRules != "" {
+		if c.RestartPolicy != "" || c.RestartPolicyRules != nil {
 			out = append(out, c.Name)
 		}
 	}

@@ -1,7 +1,6 @@
 package catalog_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -14,8 +13,8 @@ import (
 // podOf reads a pod template given as JSON.
 func podOf(t testing.TB, js string) *manifest.PodView {
 	t.Helper()
-	var obj map[string]any
-	if err := json.Unmarshal([]byte(js), &obj); err != nil {
+	obj, err := manifest.DecodeJSONObject([]byte(js))
+	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := manifest.ReadPod(obj, "")

@@ -154,8 +154,9 @@ func TestReadPod(t *testing.T) {
 	if got := app.Argv(); !reflect.DeepEqual(got, []string{"/app", "-v"}) {
 		t.Errorf("Argv = %q", got)
 	}
-	if app.RestartPolicyRules != `[{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]` {
-		t.Errorf("RestartPolicyRules = %s", app.RestartPolicyRules)
+	rules := []any{map[string]any{"action": "Restart", "exitCodes": map[string]any{"operator": "In", "values": []any{json.Number("42")}}}}
+	if !reflect.DeepEqual(app.RestartPolicyRules, rules) {
+		t.Errorf("RestartPolicyRules = %#v, want them as decoded, untouched", app.RestartPolicyRules)
 	}
 	for name, want := range map[string]struct {
 		v       string
@@ -206,5 +207,48 @@ func TestCheckContainerName(t *testing.T) {
 		if err := CheckContainerName(name); (err == nil) != ok {
 			t.Errorf("CheckContainerName(%q) = %v, want ok %v", name, err, ok)
 		}
+	}
+}
+
+// TestDecodeJSONObject: one JSON object, as every reader of a pod decodes it, or an error that
+// says what it is instead.
+func TestDecodeJSONObject(t *testing.T) {
+	got, err := DecodeJSONObject([]byte(` {"kind":"Pod","spec":{"n":1.50,"big":123456789012345678901234567890}} `))
+	want := map[string]any{"kind": "Pod", "spec": map[string]any{"n": json.Number("1.50"), "big": json.Number("123456789012345678901234567890")}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("DecodeJSONObject = %#v, %v; want %#v", got, err, want)
+	}
+	for in, msg := range map[string]string{
+		`{"kind":"Pod"} {}`: "the object is followed by more JSON",
+		`null`:              "the object is null",
+		`[{"kind":"Pod"}]`:  `the object is not a JSON object: [{"kind":"Pod"}]`,
+		`{"kind":`:          "the object is not a JSON object: unexpected end of JSON input",
+	} {
+		if _, err := DecodeJSONObject([]byte(in)); err == nil || err.Error() != msg {
+			t.Errorf("DecodeJSONObject(%s): %v, want %q", in, err, msg)
+		}
+	}
+}
+
+// TestObjectOf: a typed object becomes the decoded JSON a manifest is, numbers as json.Number
+// (not the float64 and int64 that apimachinery's ToUnstructured makes of them).
+func TestObjectOf(t *testing.T) {
+	type exitCodes struct {
+		Operator string  `json:"operator"`
+		Values   []int32 `json:"values"`
+	}
+	type container struct {
+		Name  string     `json:"name"`
+		Codes *exitCodes `json:"exitCodes,omitempty"`
+		Ratio float64    `json:"ratio"`
+	}
+	got, err := ObjectOf(struct {
+		Kind       string      `json:"kind"`
+		Containers []container `json:"containers"`
+	}{"Pod", []container{{"a", &exitCodes{"In", []int32{42}}, 0.5}}})
+	want := map[string]any{"kind": "Pod", "containers": []any{map[string]any{"name": "a", "ratio": json.Number("0.5"),
+		"exitCodes": map[string]any{"operator": "In", "values": []any{json.Number("42")}}}}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("ObjectOf = %#v, %v\nwant %#v", got, err, want)
 	}
 }

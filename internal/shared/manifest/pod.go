@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/sidesync/sidesync/internal/shared/jsonlite"
 	"github.com/sidesync/sidesync/internal/shared/restart"
 )
 
@@ -41,10 +40,10 @@ type Container struct {
 	// container, Always makes it a native sidecar; on a regular one (Kubernetes 1.34+) it
 	// overrides the pod's.
 	RestartPolicy string
-	// RestartPolicyRules is its restartPolicyRules as JSON ("" when unset); internal/shared/restart
-	// reads them, so that rules it cannot read leave the restart unknown rather than fail the
-	// reading of the whole pod.
-	RestartPolicyRules string
+	// RestartPolicyRules is its restartPolicyRules as decoded, untouched (nil when unset or
+	// null); internal/shared/restart reads them (restart.Effective), so that rules it cannot read
+	// leave the restart unknown rather than fail the reading of the whole pod.
+	RestartPolicyRules any
 	StartupProbe       bool // it has a startupProbe
 	// M is the container object itself, which inject changes.
 	M map[string]any
@@ -179,13 +178,7 @@ func readContainer(m map[string]any, path string) (*Container, error) {
 	if c.Env, err = readEnv(m, path); err != nil {
 		return nil, err
 	}
-	if rules, ok := m["restartPolicyRules"]; ok && rules != nil {
-		j, err := jsonlite.Append(nil, rules)
-		if err != nil {
-			return nil, fmt.Errorf("%s.restartPolicyRules: %w", path, err)
-		}
-		c.RestartPolicyRules = string(j)
-	}
+	c.RestartPolicyRules = m["restartPolicyRules"]
 	probe, err := MapAt(m, "startupProbe", path)
 	if err != nil {
 		return nil, err

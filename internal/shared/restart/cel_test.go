@@ -48,7 +48,7 @@ func TestPolicyCEL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, wantErr := restart.Effective(tc.container, tc.pod, "")
+		want, wantErr := restart.Effective(tc.container, tc.pod, nil)
 		read, readErr := restart.ParsePolicy(written)
 		if (wantErr != nil) != (readErr != nil) || wantErr == nil && read != want.Policy {
 			t.Errorf("container %q, pod %q: Effective gives %q (%v); PolicyCEL writes %q, read as %q (%v)\nCEL: %s",

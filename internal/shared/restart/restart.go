@@ -6,6 +6,7 @@
 package restart
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -74,15 +75,26 @@ const (
 	OpNotIn Operator = "NotIn"
 )
 
-// ParseRules reads restartPolicyRules as JSON, strictly: an unknown field, action or operator,
-// a value that is not a whole number, or a rule without exitCodes is an error. A rule that
-// sidesync does not understand could restart the container where sidesync would not expect it.
+// notRules begins the message for what is no list of rules at all.
+const notRules = `not a JSON list of restartPolicyRules like [{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]: `
+
+// ParseRules reads restartPolicyRules written as JSON (the value of --restart-rules and
+// SIDESYNC_RESTART_RULES, which inject writes with FormatRules), as RulesFrom reads them.
 func ParseRules(data string) ([]Rule, error) {
-	const notRules = `not a JSON list of restartPolicyRules like [{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]: `
 	v, err := jsonlite.Decode([]byte(data))
 	if err != nil {
 		return nil, fmt.Errorf(notRules+"%w", err)
 	}
+	return RulesFrom(v)
+}
+
+// RulesFrom reads restartPolicyRules decoded as internal/shared/jsonlite decodes them (a
+// container's, in a manifest or in a Pod from the Kubernetes API, as internal/shared/manifest
+// hands them on), strictly: an unknown field, action or operator, a value that is not a whole
+// number (a json.Number), or a rule without exitCodes is an error. A rule that sidesync does not
+// understand could restart the container where sidesync would not expect it. null is a list
+// known to be empty.
+func RulesFrom(v any) ([]Rule, error) {
 	list, ok := v.([]any)
 	if !ok && v != nil {
 		return nil, fmt.Errorf(notRules+"%s", what(v))
@@ -128,7 +140,7 @@ func ruleFrom(v any) (Rule, error) {
 	case []any:
 		r.ExitCodes.Values = make([]int32, 0, len(values)) // [] stays [], as the API wrote it
 		for _, e := range values {
-			n, ok := e.(jsonlite.Number)
+			n, ok := e.(json.Number)
 			code, err := strconv.ParseInt(string(n), 10, 32)
 			if !ok || err != nil {
 				return r, fmt.Errorf("exitCodes values: %s is not a whole number from %d to %d", what(e), math.MinInt32, math.MaxInt32)
@@ -267,10 +279,10 @@ func (s Spec) Restarts(code int) (bool, string) {
 // Effective is the Spec by which the kubelet restarts a regular container, with Kubernetes' own
 // defaults: the container's restartPolicy, else the pod's, else Always (what Kubernetes sets on
 // a Pod that says none; a Job's pod template must say Never or OnFailure); and the container's
-// restartPolicyRules, as JSON ("" or "null" for none). Every reader of a pod (detection in the
-// pod, inject, lint) asks this one function, so that they agree; the admission policies write its
-// choice of policy with PolicyCEL.
-func Effective(container, pod, rules string) (Spec, error) {
+// restartPolicyRules as decoded (RulesFrom; nil for none). Every reader of a pod (detection in
+// the pod, inject, lint, rescue) asks this one function, so that they agree; the admission
+// policies write its choice of policy with PolicyCEL.
+func Effective(container, pod string, rules any) (Spec, error) {
 	policy := container
 	if strings.TrimSpace(policy) == "" {
 		policy = pod
@@ -283,8 +295,8 @@ func Effective(container, pod, rules string) (Spec, error) {
 	if s.Policy, err = ParsePolicy(policy); err != nil {
 		return Spec{}, fmt.Errorf("restartPolicy %q: %w", policy, err)
 	}
-	if rules != "" && rules != "null" {
-		if s.Rules, err = ParseRules(rules); err != nil {
+	if rules != nil {
+		if s.Rules, err = RulesFrom(rules); err != nil {
 			return Spec{}, err
 		}
 	}

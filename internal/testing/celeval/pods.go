@@ -1,23 +1,18 @@
 package celeval
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
-	"sigs.k8s.io/yaml"
-
+	"github.com/sidesync/sidesync/internal/cluster/stream"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
 // Pod is a pod of the project's real-world and example manifests, read both ways: as sidesync's
 // Go reads it, and as the API server hands it to CEL.
 type Pod struct {
-	// Name says where it is: "internal/testing/corpus/testdata/06-istio-job-injected.yaml#0".
+	// Name says where it is: "internal/testing/corpus/testdata/06-istio-job-injected.yaml#document 1".
 	Name string
 	View *manifest.PodView
 	// Object is the pod as CEL sees it (Object): metadata and spec.
@@ -28,10 +23,11 @@ type Pod struct {
 // corpus, the examples, and inject's testdata.
 var Sources = []string{"internal/testing/corpus/testdata", "deploy/examples", "deploy/examples/plain", "internal/cluster/inject/testdata"}
 
-// Pods reads every pod template of every YAML document in Sources: a Pod's, or the template of a
-// workload (a Job, a CronJob of any version, a Deployment). A document that is no valid YAML,
-// or a pod that sidesync cannot read or the API server would refuse (two containers of one
-// name), is left out: neither side ever sees it.
+// Pods reads every pod of every object in Sources the way kubectl-sidesync reads them
+// (internal/cluster/stream, then manifest.Locate): a Pod's, a Job's or a batch/v1 CronJob's, and
+// the pod template of a workload sidesync leaves alone (a Deployment's).
+// A file that is no manifest, or a pod that sidesync cannot read or the API server would refuse
+// (two containers of one name), is left out: neither side ever sees it.
 func Pods() ([]Pod, error) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
@@ -42,75 +38,66 @@ func Pods() ([]Pod, error) {
 			return nil, err
 		}
 		for _, f := range files {
-			data, err := os.ReadFile(f)
+			pods, err := podsOf(f)
 			if err != nil {
 				return nil, err
 			}
-			for i, doc := range documents(data) {
-				if p, ok := podOf(doc); ok {
-					p.Name = fmt.Sprintf("%s/%s#%d", dir, filepath.Base(f), i)
-					out = append(out, p)
-				}
+			for _, p := range pods {
+				p.Name = dir + "/" + filepath.Base(f) + "#" + p.Name
+				out = append(out, p)
 			}
 		}
 	}
 	return out, nil
 }
 
-// documents splits a YAML stream at its "---" lines.
-func documents(data []byte) [][]byte {
-	var docs [][]byte
-	var cur []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.TrimRight(line, " \t\r") == "---" {
-			docs = append(docs, []byte(strings.Join(cur, "\n")))
-			cur = nil
-			continue
-		}
-		cur = append(cur, line)
+// podsOf reads the pods of the objects in one file, each named by where it is in the file.
+func podsOf(file string) ([]Pod, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
 	}
-	return append(docs, []byte(strings.Join(cur, "\n")))
+	defer f.Close()
+	docs, _, err := stream.Read(f)
+	if err != nil {
+		return nil, nil // no manifest sidesync reads
+	}
+	var out []Pod
+	err = stream.Each(docs, func(obj map[string]any, tm manifest.TypeMeta, where string) (map[string]any, error) {
+		if p, ok := podOf(obj, tm); ok {
+			p.Name = where
+			out = append(out, p)
+		}
+		return obj, nil
+	})
+	return out, err
 }
 
-// podOf reads the pod of one document.
-func podOf(doc []byte) (Pod, bool) {
-	j, err := yaml.YAMLToJSON(doc)
-	if err != nil {
-		return Pod{}, false
+// podOf reads the pod of one object.
+func podOf(obj map[string]any, tm manifest.TypeMeta) (Pod, bool) {
+	w, err := manifest.Locate(obj, tm)
+	switch {
+	case err != nil:
+		return Pod{}, false // not served, or no pod: the API server never makes its pods
+	case w == nil:
+		// A kind sidesync leaves alone (a Deployment, a StatefulSet): its pods are still created,
+		// and the policies still see them.
+		spec, _ := manifest.MapAt(obj, "spec", "")
+		t, _ := manifest.MapAt(spec, "template", "spec")
+		if t == nil {
+			return Pod{}, false
+		}
+		w = &manifest.Workload{Template: t, TemplatePath: "spec.template"}
 	}
-	d := json.NewDecoder(bytes.NewReader(j))
-	d.UseNumber()
-	var obj map[string]any
-	if err := d.Decode(&obj); err != nil || obj == nil {
-		return Pod{}, false
-	}
-	holder := obj
-	if obj["kind"] != "Pod" {
-		holder = templateOf(obj)
-	}
-	if holder == nil {
-		return Pod{}, false
-	}
-	v, err := manifest.ReadPod(holder, "")
+	v, err := manifest.ReadPod(w.Template, w.TemplatePath)
 	if err != nil || !distinctNames(v) {
 		return Pod{}, false
 	}
-	object, _ := Object(map[string]any{"metadata": holder["metadata"], "spec": holder["spec"]}).(map[string]any)
+	object, _ := Object(map[string]any{"metadata": w.Template["metadata"], "spec": w.Template["spec"]}).(map[string]any)
 	if object["metadata"] == nil {
 		object["metadata"] = map[string]any{}
 	}
 	return Pod{View: v, Object: object}, true
-}
-
-// templateOf is a workload's pod template: spec.template, or a CronJob's
-// spec.jobTemplate.spec.template.
-func templateOf(obj map[string]any) map[string]any {
-	spec, _ := obj["spec"].(map[string]any)
-	if jt, ok := spec["jobTemplate"].(map[string]any); ok {
-		spec, _ = jt["spec"].(map[string]any)
-	}
-	t, _ := spec["template"].(map[string]any)
-	return t
 }
 
 // distinctNames reports whether the pod's containers have distinct names, as the API server
