@@ -189,4 +189,3 @@ func write(dir, name, content string) error {
 	}
 	return err
 }
-

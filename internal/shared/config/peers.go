@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/internal/shared/contract"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
 // Flags of the pod's several wrapped containers (internal/pod/peers).
