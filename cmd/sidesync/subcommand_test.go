@@ -129,7 +129,7 @@ func TestVersionAndHelp(t *testing.T) {
 func TestBinaryDependencies(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go command not available")
+		t.Skip("needs the go command on PATH, to list the binary's dependencies")
 	}
 	out, err := exec.Command(goBin, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
 	if err != nil {
