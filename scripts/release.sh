@@ -33,12 +33,22 @@ if [ -z "${VERSION:-}" ]; then
 fi
 
 stamp="github.com/sidesync/sidesync/internal/shared/buildinfo"
+programs=${PROGRAMS:-sidesync kubectl-sidesync sidesync-image}
+# One go build per platform for all the programs (one package graph, compiled in parallel), into
+# a directory of its own beside the binaries, removed however the script ends.
+tmp=$(mktemp -d "$out/.release.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 for platform in ${PLATFORMS:-linux/amd64 linux/arm64}; do
   os=${platform%/*} arch=${platform#*/}
-  for program in ${PROGRAMS:-sidesync kubectl-sidesync sidesync-image}; do
+  pkgs=()
+  for program in $programs; do pkgs+=("./cmd/$program"); done
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false \
+    -ldflags="-s -w -X $stamp.version=$VERSION -X $stamp.commit=$commit" -o "$tmp/" "${pkgs[@]}"
+  for program in $programs; do
     bin="$out/$program-$os-$arch"
-    CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false \
-      -ldflags="-s -w -X $stamp.version=$VERSION -X $stamp.commit=$commit" -o "$bin" "./cmd/$program"
+    mv -f "$tmp/$program" "$bin"
     echo "$bin"
   done
 done

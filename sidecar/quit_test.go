@@ -269,7 +269,7 @@ func TestQuitNotStarted(t *testing.T) {
 	}
 	l, err := net.Listen("tcp", strings.TrimPrefix(url, "http://"))
 	if err != nil {
-		t.Skipf("the port was taken meanwhile: %v", err)
+		t.Skipf("another program took the port the test had freed (%v): run it again", err)
 	}
 	var n atomic.Int64
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -25,6 +25,9 @@ type demoOptions struct {
 // demo runs sidesync's main job end to end, as processes on loopback: an emulated Envoy (this
 // program, "emulate envoy"), and the real sidesync binary waiting for it, running a small job
 // (this program, "demo-job"), and telling it to quit. It prints one timeline of what both did.
+// SIGINT or SIGTERM stops it at any point (the build, the wait, the job), sidesync being told
+// the signal as Kubernetes would tell it, and it exits 128+N; the binary it built is removed
+// however it ends.
 func demo(args []string, stdout, stderr io.Writer) int {
 	o, err := parseDemoArgs(args)
 	if err == errHelp {
@@ -35,21 +38,42 @@ func demo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sidesync-emulator demo: %v\n", err)
 		return 2
 	}
+	ctx, stop := onStopSignal()
+	defer stop()
 	tl := &timeline{w: stderr, start: time.Now()}
+	code := demoRun(ctx, tl, o, stdout)
+	if sig, ok := stopSignal(ctx); ok {
+		tl.say(time.Now(), "stopped by signal %d (%v)", int(sig), sig)
+		return 128 + int(sig)
+	}
+	return code
+}
+
+// demoRun builds sidesync unless given one, starts the emulated Envoy and runs sidesync against
+// it; it returns sidesync's exit code, or 1 when the demo could not run.
+func demoRun(ctx context.Context, tl *timeline, o demoOptions, stdout io.Writer) int {
 	self, err := os.Executable()
 	if err == nil && o.sidesync == "" {
-		o.sidesync, err = buildSidesync(tl)
+		var dir string
+		if dir, err = os.MkdirTemp("", "sidesync-demo-"); err == nil {
+			defer os.RemoveAll(dir)
+			o.sidesync, err = buildSidesync(ctx, tl, dir)
+		}
 	}
 	if err != nil {
-		tl.say(time.Now(), "cannot run the demo: %v", err)
+		if ctx.Err() == nil {
+			tl.say(time.Now(), "cannot run the demo: %v", err)
+		}
 		return 1
 	}
-	em, err := startEnvoy(tl, self, o.readyAfter)
+	em, err := startEnvoy(ctx, tl, self, o.readyAfter)
 	if err != nil {
-		tl.say(time.Now(), "cannot start the emulated Envoy: %v", err)
+		if ctx.Err() == nil {
+			tl.say(time.Now(), "cannot start the emulated Envoy: %v", err)
+		}
 		return 1
 	}
-	code := runSidesync(tl, o, "http://"+em.Addr(), self, stdout)
+	code := runSidesync(ctx, tl, o, "http://"+em.Addr(), self, stdout)
 	awaitEnvoy(tl, em)
 	return code
 }
@@ -90,17 +114,22 @@ func parseDemoArgs(args []string) (demoOptions, error) {
 }
 
 // buildSidesync builds cmd/sidesync from the checkout the demo runs in, as a release is built
-// (static), into a temporary directory: the demo shows the real binary at work.
-func buildSidesync(tl *timeline) (string, error) {
-	dir, err := os.MkdirTemp("", "sidesync-demo-")
-	if err != nil {
-		return "", err
-	}
-	bin := dir + "/sidesync"
+// (static), into dir: the demo shows the real binary at work. It says so first: from a cold
+// cache the build takes a minute or two. A stop signal interrupts the build, which then removes
+// its own work directory (SIGINT is the signal the go command cleans up after).
+func buildSidesync(ctx context.Context, tl *timeline, dir string) (string, error) {
+	const pkg = "github.com/sidesync/sidesync/cmd/sidesync"
+	bin := filepath.Join(dir, "sidesync")
 	started := time.Now()
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/sidesync/sidesync/cmd/sidesync")
+	tl.say(started, "building sidesync from this checkout: CGO_ENABLED=0 go build -trimpath ./cmd/sidesync (a minute or two from a cold cache)")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
 	if out, err := cmd.CombinedOutput(); err != nil {
+		if ctx.Err() != nil {
+			return "", context.Cause(ctx)
+		}
 		return "", fmt.Errorf("building sidesync (run this from a checkout of sidesync, or give --sidesync PATH): %v\n%s", err, out)
 	}
 	tl.say(time.Now(), "built sidesync from this checkout in %v", time.Since(started).Round(time.Millisecond))
@@ -108,8 +137,8 @@ func buildSidesync(tl *timeline) (string, error) {
 }
 
 // startEnvoy starts "emulate envoy" and relays its interesting events into the timeline.
-func startEnvoy(tl *timeline, self string, readyAfter time.Duration) (*emuproc.Process, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+func startEnvoy(ctx context.Context, tl *timeline, self string, readyAfter time.Duration) (*emuproc.Process, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	argv := []string{self, "emulate", "envoy", "--ready-after", readyAfter.String()}
 	em, err := emuproc.Start(ctx, argv, emuproc.Options{Stderr: os.Stderr, OnEvent: func(ev emulator.Event) {
@@ -140,11 +169,17 @@ func describeEvent(ev emulator.Event) string {
 }
 
 // runSidesync runs sidesync against the emulated Envoy at admin with the demo's job, turning its
-// JSON log into timeline lines, and returns its exit code.
-func runSidesync(tl *timeline, o demoOptions, admin, self string, stdout io.Writer) int {
+// JSON log into timeline lines, and returns its exit code. A stop signal is passed on to
+// sidesync, which stops waiting or passes it to the job, and tells the Envoy to quit.
+func runSidesync(ctx context.Context, tl *timeline, o demoOptions, admin, self string, stdout io.Writer) int {
 	args := append([]string{"--admin", admin, "--log-format", "json", "--termination-log="}, o.sidesyncArgs...)
 	args = append(args, "--", self, "demo-job")
-	cmd := exec.Command(o.sidesync, args...)
+	cmd := exec.CommandContext(ctx, o.sidesync, args...)
+	cmd.Cancel = func() error {
+		sig, _ := stopSignal(ctx)
+		return cmd.Process.Signal(sig)
+	}
+	cmd.WaitDelay = 15 * time.Second // sidesync's whole quit phase is bounded by 10 s
 	cmd.Stdout = stdout
 	logs, err := cmd.StderrPipe()
 	if err != nil {

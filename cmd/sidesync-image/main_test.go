@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ import (
 	"github.com/sidesync/sidesync/internal/testing/imagetest"
 )
 
-// The version and commit the test's release binaries are stamped with.
+// The version and commit the test's binaries are stamped with.
 const (
 	testVersion = "v9.8.7-imagetest"
 	testCommit  = "0123456789abcdef0123456789abcdef01234567"
@@ -30,23 +31,95 @@ const (
 
 var platforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64", Variant: "v8"}}
 
+// TestPush: sidesync-image, run in this process on stand-ins for both platforms' binaries,
+// writes a layout and pushes an image index that a registry serves back whole; building it
+// again gives the same digest. TestReleaseImage does the same with the release binaries.
+func TestPush(t *testing.T) {
+	dist := fakeDist(t)
+	pushAndCheck(t, dist, testVersion, testCommit, func(t *testing.T, args ...string) (string, string) {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("sidesync-image %q: exit %d\n%s", args, code, stderr.String())
+		}
+		return strings.TrimSpace(stdout.String()), stderr.String()
+	})
+}
+
 // TestReleaseImage (issue 9): the release binaries of both platforms, built by
 // scripts/release.sh, make an image index that a registry serves back whole; the binary for
 // this machine, taken from its layer, runs and prints the version it was stamped with; and
-// building it again gives the same digest. sidesync-image runs as its own process, built
-// without -race, which would make compressing the layers ten times slower.
+// building it again gives the same digest. sidesync-image runs as its own process: the release
+// build's when the dist has it, else one built here without -race, which would make compressing
+// the layers ten times slower. The default run skips it (releaseDist).
 func TestReleaseImage(t *testing.T) {
-	dist := releaseBinaries(t)
-	cli := filepath.Join(t.TempDir(), "sidesync-image")
-	if out, err := exec.Command("go", "build", "-o", cli, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	dist := releaseDist(t, []string{"sidesync"}, []string{"linux/amd64", "linux/arm64"}, "VERSION="+testVersion, "COMMIT="+testCommit)
+	native := slices.IndexFunc(platforms, func(p v1.Platform) bool { return p.Architecture == runtime.GOARCH })
+	if native < 0 {
+		t.Skipf("runs the image's binary, so it needs a linux/amd64 or linux/arm64 machine, not %s", runtime.GOARCH)
 	}
+	version, commit := stampOf(t, filepath.Join(dist, image.DistName(platforms[native])))
+	cli := imageCLI(t, dist)
+	bins := pushAndCheck(t, dist, version, commit, func(t *testing.T, args ...string) (string, string) {
+		return mustRun(t, cli, args...)
+	})
+	runVersion(t, bins[native], version, commit)
+}
+
+// The release tests need release binaries, which take minutes to build from a cold cache
+// (every program's dependencies again, static and trimmed, once per platform): the default run
+// skips them. CI builds the binaries once and hands them over in SIDESYNC_RELEASE_DIST;
+// SIDESYNC_RELEASE_REQUIRED=1 (anything but "" or "0") alone builds what the test needs.
+const (
+	envReleaseDist     = "SIDESYNC_RELEASE_DIST"
+	envReleaseRequired = "SIDESYNC_RELEASE_REQUIRED"
+)
+
+// releaseDist returns a directory that holds the release binary of each program for each
+// platform (PROGRAM-OS-ARCH, as scripts/release.sh names them): SIDESYNC_RELEASE_DIST, which
+// must hold them all; or, with SIDESYNC_RELEASE_REQUIRED set, a temporary directory that
+// scripts/release.sh builds them into, with env added to its environment; or it skips the test
+// with one line that says how to run it.
+func releaseDist(t *testing.T, programs, platforms []string, env ...string) string {
+	t.Helper()
+	if dir := os.Getenv(envReleaseDist); dir != "" {
+		for _, p := range platforms {
+			for _, prog := range programs {
+				if _, err := os.Stat(filepath.Join(dir, prog+"-"+strings.ReplaceAll(p, "/", "-"))); err != nil {
+					t.Fatalf("%s: %v: build it with `PROGRAMS=%q PLATFORMS=%q scripts/release.sh %s`", envReleaseDist, err,
+						strings.Join(programs, " "), strings.Join(platforms, " "), dir)
+				}
+			}
+		}
+		return dir
+	}
+	if r := os.Getenv(envReleaseRequired); r == "" || r == "0" {
+		t.Skipf("builds release binaries (minutes from a cold cache): set %s=1 to run it (CI does, with %s)", envReleaseRequired, envReleaseDist)
+	}
+	dir := t.TempDir()
+	build := exec.Command("bash", "../../scripts/release.sh", dir)
+	build.Env = append(os.Environ(), "PROGRAMS="+strings.Join(programs, " "), "PLATFORMS="+strings.Join(platforms, " "))
+	build.Env = append(build.Env, env...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/release.sh: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// pushAndCheck runs sidesync-image with runImage on the binaries in dist: the index it writes as
+// a layout and pushes to a registry in this process must come back from the registry whole, with
+// the labels, and with each platform's binary as it is in dist; built again, it must have the
+// same digest. It returns the binaries taken from the pulled index's layers, in platforms' order.
+func pushAndCheck(t *testing.T, dist, version, commit string, runImage func(t *testing.T, args ...string) (digest, log string)) [][]byte {
+	t.Helper()
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()
-	ref := strings.TrimPrefix(reg.URL, "http://") + "/sidesync/sidesync:" + testVersion
-	args := []string{"--dist", dist, "--version", testVersion, "--commit", testCommit}
-	digest, stderr := mustRun(t, cli, append(args, "--layout", filepath.Join(t.TempDir(), "image"), "--push", ref)...)
-	for _, want := range []string{"linux/amd64 ", "linux/arm64/v8 ", "pushed " + strings.TrimSuffix(ref, ":"+testVersion) + "@" + digest} {
+	ref := strings.TrimPrefix(reg.URL, "http://") + "/sidesync/sidesync:" + version
+	args := []string{"--dist", dist, "--version", version, "--commit", commit}
+	digest, stderr := runImage(t, append(args, "--layout", filepath.Join(t.TempDir(), "image"), "--push", ref)...)
+	if _, err := v1.NewHash(digest); err != nil {
+		t.Fatalf("sidesync-image printed %q, want the index digest: %v", digest, err)
+	}
+	for _, want := range []string{"linux/amd64 ", "linux/arm64/v8 ", "pushed " + strings.TrimSuffix(ref, ":"+version) + "@" + digest} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("the log lacks %q:\n%s", want, stderr)
 		}
@@ -63,48 +136,78 @@ func TestReleaseImage(t *testing.T) {
 	if got, err := pulled.Digest(); err != nil || got.String() != digest {
 		t.Errorf("the registry serves %s as %v (%v), want %s", ref, got, err, digest)
 	}
-	labels := map[string]string{image.LabelSource: image.DefaultSource, image.LabelVersion: testVersion, image.LabelRevision: testCommit}
+	labels := map[string]string{image.LabelSource: image.DefaultSource, image.LabelVersion: version, image.LabelRevision: commit}
 	bins := imagetest.CheckIndex(t, pulled, platforms, labels)
 	for i, p := range platforms {
 		want, err := os.ReadFile(filepath.Join(dist, image.DistName(p)))
-		if err != nil || !bytes.Equal(bins[i], want) {
-			t.Errorf("%v: the layer's binary is not the release binary (%v)", p, err)
-		}
-		if p.Architecture == runtime.GOARCH {
-			runVersion(t, bins[i])
+		if err != nil || i >= len(bins) || !bytes.Equal(bins[i], want) {
+			t.Errorf("%v: the layer's binary is not the one in %s (%v)", p, dist, err)
 		}
 	}
 
-	again, _ := mustRun(t, cli, append(args, "--layout", filepath.Join(t.TempDir(), "again"))...)
+	again, _ := runImage(t, append(args, "--layout", filepath.Join(t.TempDir(), "again"))...)
 	if again != digest {
 		t.Errorf("the same binaries built again: %s, then %s", digest, again)
 	}
+	return bins
 }
 
-// releaseBinaries builds the release binaries of both platforms, as a release does.
-func releaseBinaries(t *testing.T) string {
+// fakeDist writes stand-ins for both platforms' release binaries: ELF headers that
+// sidesync-image accepts and that cannot run.
+func fakeDist(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go command not available")
-	}
 	dist := t.TempDir()
-	build := exec.Command("bash", "../../scripts/release.sh", dist)
-	build.Env = append(os.Environ(), "PLATFORMS=linux/amd64 linux/arm64", "VERSION="+testVersion, "COMMIT="+testCommit)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/release.sh: %v\n%s", err, out)
+	for _, p := range []struct {
+		name    string
+		machine elf.Machine
+	}{{"sidesync-linux-amd64", elf.EM_X86_64}, {"sidesync-linux-arm64", elf.EM_AARCH64}} {
+		if err := os.WriteFile(filepath.Join(dist, p.name), imagetest.FakeELF(p.machine, ""), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return dist
 }
 
+// stampOf runs a release binary's "version" (sidesync VERSION (commit COMMIT, go1.x os/arch))
+// and returns the version and the commit it was stamped with.
+func stampOf(t *testing.T, binary string) (version, commit string) {
+	t.Helper()
+	out, err := exec.Command(binary, "version").Output()
+	f := strings.Fields(string(out))
+	if err != nil || len(f) < 4 || f[0] != "sidesync" || f[2] != "(commit" {
+		t.Fatalf("%s version: %q, %v; want sidesync VERSION (commit COMMIT, ...)", binary, out, err)
+	}
+	return f[1], strings.TrimSuffix(f[3], ",")
+}
+
+// imageCLI returns sidesync-image to run as a process: the release build in dist, or else one
+// built here.
+func imageCLI(t *testing.T, dist string) string {
+	t.Helper()
+	if cli := filepath.Join(dist, "sidesync-image-linux-"+runtime.GOARCH); fileExists(cli) {
+		return cli
+	}
+	cli := filepath.Join(t.TempDir(), "sidesync-image")
+	if out, err := exec.Command("go", "build", "-o", cli, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return cli
+}
+
+func fileExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // runVersion runs binary, as the image would, and checks the version it prints.
-func runVersion(t *testing.T, binary []byte) {
+func runVersion(t *testing.T, binary []byte, version, commit string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sidesync")
 	if err := os.WriteFile(path, binary, 0o555); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(path, "version").Output()
-	if want := "sidesync " + testVersion + " (commit " + testCommit + ", "; err != nil || !strings.HasPrefix(string(out), want) {
+	if want := "sidesync " + version + " (commit " + commit + ", "; err != nil || !strings.HasPrefix(string(out), want) {
 		t.Errorf("the image's binary printed %q (%v), want %q...", out, err, want)
 	}
 }
@@ -130,15 +233,7 @@ func mustRun(t *testing.T, cli string, args ...string) (digest, log string) {
 // prints the digest; every problem with the command line is listed at once (exit 2); a problem
 // with the binaries or the layout directory fails the build (exit 1).
 func TestRun(t *testing.T) {
-	fake := t.TempDir()
-	for _, p := range []struct {
-		name    string
-		machine elf.Machine
-	}{{"sidesync-linux-amd64", elf.EM_X86_64}, {"sidesync-linux-arm64", elf.EM_AARCH64}} {
-		if err := os.WriteFile(filepath.Join(fake, p.name), imagetest.FakeELF(p.machine, ""), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fake := fakeDist(t)
 	full := filepath.Join(t.TempDir(), "image")
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"--version", "v1", "--commit", "c", "--dist", fake, "--layout", full}, &stdout, &stderr); code != 0 {

@@ -97,7 +97,7 @@ func TestReleaseImage(t *testing.T) {
 func TestBinaryDependencies(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("go command not available")
+		t.Skip("needs the go command on PATH, to list the binary's dependencies")
 	}
 	modules := func(pkgs ...string) map[string]bool {
 		args := append([]string{"list", "-deps", "-f", "{{if .Module}}{{.Module.Path}}{{end}}"}, pkgs...)

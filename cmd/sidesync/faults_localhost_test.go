@@ -40,7 +40,7 @@ func TestFaultLocalhost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			if tc.listen == "[::1]:0" && !has6 {
-				t.Skip("no IPv6 loopback here")
+				t.Skip("needs an IPv6 loopback (::1), which this machine lacks")
 			}
 			if tc.hosts != "" && !canHosts {
 				t.Skip("needs root and unshare to give sidesync its own /etc/hosts")

@@ -119,7 +119,7 @@ func TestInstallAsNonRootOnReadOnlyRoot(t *testing.T) {
 	})
 	for _, tool := range []string{"unshare", "mount", "setpriv"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skip(tool, "not found")
+			t.Skip("needs util-linux's", tool, "on PATH")
 		}
 	}
 	// In a mount namespace of its own: keep vol writable, make / read-only, prove that the
@@ -130,9 +130,9 @@ func TestInstallAsNonRootOnReadOnlyRoot(t *testing.T) {
 	r := runAs(t, nil, "unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", root, vol, copied)
 	switch r.code {
 	case 98:
-		t.Skip("cannot make a read-only root in a mount namespace here:", r.stderr)
+		t.Skip("needs a mount namespace with a read-only root, which this machine refused:", strings.Join(strings.Fields(r.stderr), " "))
 	case 99:
-		t.Skip("the temporary directory is not on the root file system")
+		t.Skip("needs the temporary directory on the root file system: set TMPDIR to a directory on / to run it")
 	case 0:
 	default:
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)

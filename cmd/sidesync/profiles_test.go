@@ -181,7 +181,7 @@ func nonLoopbackIP(t *testing.T) string {
 			return n.IP.String()
 		}
 	}
-	t.Skip("this machine has no non-loopback IPv4 address")
+	t.Skip("needs a non-loopback IPv4 address, which this machine lacks")
 	return ""
 }
 
@@ -222,7 +222,7 @@ func TestLocalhostIPv6(t *testing.T) {
 		t.Skip("needs root and unshare to give sidesync its own /etc/hosts")
 	}
 	if l, err := net.Listen("tcp", "[::1]:0"); err != nil {
-		t.Skip("no IPv6 loopback here")
+		t.Skip("needs an IPv6 loopback (::1), which this machine lacks")
 	} else {
 		l.Close()
 	}

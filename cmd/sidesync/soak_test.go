@@ -24,7 +24,8 @@ import (
 
 // The soaks look for the failures that show only once in thousands of runs (envoy-preflight
 // exited 1 at random on a runtime signal) and under many runs at once. Their sizes are
-// environment variables, so that `go test ./...` stays quick and CI runs them in full:
+// environment variables, so that `go test ./...` stays quick; CI runs them at the sizes that
+// .ci/run gives, with its reasons. By hand:
 //
 //	SIDESYNC_SOAK_RUNS=10000 go test ./cmd/sidesync -run '^TestSoak$' -count=1 -v
 //	SIDESYNC_SOAK_CONCURRENT=200 go test ./cmd/sidesync -run '^TestSoakConcurrent$' -count=1 -v

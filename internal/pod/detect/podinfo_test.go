@@ -41,7 +41,7 @@ func TestPodInfoHostileFiles(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.root && os.Geteuid() == 0 {
-				t.Skip("root reads a file of mode 0; the I/O error case covers an unreadable file")
+				t.Skip("root reads a file of mode 0: runs as a non-root user (the I/O error case covers an unreadable file here)")
 			}
 			dir := writePodInfo(t, nil, map[string]string{"app": "job"})
 			path := filepath.Join(dir, "annotations")
@@ -109,7 +109,7 @@ func TestPodInfoStoppable(t *testing.T) {
 // is read up to the bound and refused past it.
 func TestReadRegularBound(t *testing.T) {
 	if fi, err := os.Stat("/proc/self/maps"); err != nil || fi.Size() != 0 {
-		t.Skip("no /proc/self/maps of size 0")
+		t.Skip("needs Linux's /proc/self/maps, which reports size 0")
 	}
 	_, err := readRegular("/proc/self/maps", 16)
 	if err == nil || err.Error() != "larger than 16 bytes: Kubernetes caps a pod's annotations at 256 KiB, quoted at most four times as large" {
@@ -150,7 +150,7 @@ func bytesRead(t *testing.T) int64 {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/io")
 	if err != nil {
-		t.Skip("no /proc/self/io:", err)
+		t.Skip("needs Linux's /proc/self/io (task I/O accounting):", err)
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "rchar: "); ok {
@@ -159,7 +159,7 @@ func bytesRead(t *testing.T) int64 {
 			return n
 		}
 	}
-	t.Skip("no rchar in /proc/self/io")
+	t.Skip("needs rchar in /proc/self/io (task I/O accounting)")
 	return 0
 }
 

@@ -13,7 +13,7 @@ func TestNoNetHTTP(t *testing.T) {
 	// go test puts its own GOROOT/bin first in PATH, so this is the go that runs the test.
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go command to list dependencies with")
+		t.Skip("needs the go command on PATH, to list the dependencies")
 	}
 	// -deps without -test lists what the package itself links in, transitively.
 	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", ".").Output()
