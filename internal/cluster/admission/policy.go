@@ -296,7 +296,6 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 	for _, v := range k.Variables() {
 		vars = append(vars, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
 	}
-	runsSidesync := fmt.Sprintf(`(has(c.command) && size(c.command) > 0 && c.command[0].matches(%s))`, q(`(^|/)`+regexp.QuoteMeta(strings.TrimPrefix(contract.ImageBinary, "/"))+`/*$`))
 	below := q("^" + regexp.QuoteMeta(contract.Owned) + "(/|$)")
 	vars = append(vars, []admissionregistrationv1.Variable{
 		{Name: "inits", Expression: "has(object.spec.initContainers) ? object.spec.initContainers : []"},
@@ -304,7 +303,7 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 		{Name: "nativeEnt", Expression: "variables.natives.map(c, " + k.Claim("c") + ")"},
 		{Name: "ent", Expression: "object.spec.containers.map(c, " + k.Claim("c") + ")"},
 		{Name: "apps", Expression: "object.spec.containers.transformList(i, c, variables.ent[i] == -1, c)"},
-		{Name: "wrapAt", Expression: "object.spec.containers.transformList(i, c, variables.ent[i] == -1 && !" + runsSidesync + ")"},
+		{Name: "wrapAt", Expression: "object.spec.containers.transformList(i, c, variables.ent[i] == -1 && !" + contract.RunsSidesyncCEL("c") + ")"},
 		{Name: "wrapped", Expression: "object.spec.containers.transformList(i, c, variables.wrapAt[i], c.name)"},
 		{Name: "foundAll", Expression: "(variables.natives.transformList(i, c, " + foundCEL(k, "c", "variables.nativeEnt[i]", true) + ") + " +
 			"object.spec.containers.transformList(i, c, " + foundCEL(k, "c", "variables.ent[i]", false) + ")).filter(s, s != \"\")"},

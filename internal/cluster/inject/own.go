@@ -58,7 +58,7 @@ func (p *plan) checkContainer(c *manifest.Container) error {
 	}
 	ours := c.Name == contract.InitContainer || wrapped(c) && p.injected
 	// an app that is or will be wrapped: inject mounts its own volumes below /sidesync there
-	wrappable := slices.Contains(p.sorted.Apps, c) && (wrapped(c) || !runsSidesync(c))
+	wrappable := slices.Contains(p.sorted.Apps, c) && (wrapped(c) || !contract.RunsSidesync(c.Command))
 	for i, e := range mounts {
 		m, ok := e.(map[string]any)
 		if !ok {

@@ -2,7 +2,6 @@ package inject
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -147,7 +146,7 @@ func (p *plan) decide(c *manifest.Container, o Options, eps Entrypoints) decisio
 	switch {
 	case wrapped(c):
 		return decision{c: c, act: keep}
-	case runsSidesync(c):
+	case contract.RunsSidesync(c.Command): // by hand: wrapping it would put one sidesync inside another
 		return decision{c: c, act: leave, why: "runs sidesync already"}
 	case len(o.Containers) > 0 && !slices.Contains(o.Containers, c.Name):
 		return decision{c: c, act: leave, why: "not selected"}
@@ -280,10 +279,3 @@ func (p *plan) checkSelection(names []string) error {
 
 // wrapped reports whether inject wrapped the container before: its command is [Binary].
 func wrapped(c *manifest.Container) bool { return slices.Equal(c.Command, []string{contract.Binary}) }
-
-// runsSidesync reports whether the container runs sidesync of its own accord (a command such
-// as ["/sidesync", "--sidecar", "istio", "--", ...] written by hand): wrapping it would put
-// one sidesync inside another.
-func runsSidesync(c *manifest.Container) bool {
-	return len(c.Command) > 0 && path.Base(c.Command[0]) == "sidesync"
-}

@@ -23,10 +23,10 @@ type wrapper struct {
 	hidden []string
 }
 
-// readWrapper reads the sidesync that c runs: the first word of its command is a program called
-// sidesync (the injected one, or one the user baked in); nil when c runs something else.
+// readWrapper reads the sidesync that c runs (contract.RunsSidesync: the injected one, or one
+// the user baked in); nil when c runs something else.
 func readWrapper(c *manifest.Container) *wrapper {
-	if len(c.Command) == 0 || path.Base(c.Command[0]) != "sidesync" {
+	if !contract.RunsSidesync(c.Command) {
 		return nil
 	}
 	words := append(slices.Clone(c.Command[1:]), c.Args...)

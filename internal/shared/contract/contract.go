@@ -7,12 +7,19 @@
 // Changing a value is a breaking change for pods injected before.
 package contract
 
-import "strings"
+import (
+	"path"
+	"strconv"
+	"strings"
+)
 
 // Paths, in the sidesync image and in a wrapped container.
 const (
+	// BinaryName is the name of the sidesync binary, in the image and in a wrapped container:
+	// a word of ASCII letters, so that a regular expression takes it as it is (RunsSidesyncCEL).
+	BinaryName = "sidesync"
 	// ImageBinary is where the sidesync image holds the binary: its root, its entrypoint.
-	ImageBinary = "/sidesync"
+	ImageBinary = "/" + BinaryName
 	// BinDir is where the binary is mounted, read-only, in every wrapped container; with an image
 	// volume the image's root is mounted there, so the binary is BinDir + ImageBinary either way.
 	BinDir = "/sidesync/bin"
@@ -86,4 +93,22 @@ const (
 // SIDESYNC_QUIT_URL. Injection sets the restart and platform settings this way.
 func Env(flag string) string {
 	return "SIDESYNC_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// RunsSidesync reports whether a container whose command is command runs sidesync: the first
+// word is a program called BinaryName, in any directory (Binary, which inject writes, or a
+// sidesync the user baked into an image and wrote by hand). Inject leaves such a container as it
+// is (wrapping it would put one sidesync inside another), lint reads its command line as
+// sidesync's, and the admission policies leave it as inject does (RunsSidesyncCEL).
+func RunsSidesync(command []string) bool {
+	return len(command) > 0 && path.Base(command[0]) == BinaryName
+}
+
+// RunsSidesyncCEL is RunsSidesync in CEL, for the container that the CEL expression c names (as
+// the API server hands it: no command field when it has none). path.Base drops trailing
+// slashes, so "/opt/sidesync/" runs sidesync too. It is written with strings and strconv only,
+// and the pod binary, which never calls it, does not link it.
+func RunsSidesyncCEL(c string) string {
+	return "(has(" + c + ".command) && size(" + c + ".command) > 0 && " + c + ".command[0].matches(" +
+		strconv.Quote("(^|/)"+BinaryName+"/*$") + "))"
 }
