@@ -317,8 +317,8 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 			owned, q(contract.InitContainer), below)},
 		{Name: "ok", Expression: fmt.Sprintf("size(variables.wrapped) > 0 && !variables.nativeOnly && !variables.clash && "+
 			"variables.apps.all(c, has(c.command) && size(c.command) > 0 && c.command != %s && "+
-			"(!has(c.restartPolicyRules) || c.restartPolicyRules.all(r, r.action.matches(\"^[A-Za-z]+$\") && (!has(r.exitCodes) || r.exitCodes.operator.matches(\"^[A-Za-z]+$\")))) && "+
-			"!(has(c.env) && c.env.exists(e, e.name in %s)))", celList([]string{contract.Binary}), drop)},
+			"(!has(c.restartPolicyRules) || %s) && "+
+			"!(has(c.env) && c.env.exists(e, e.name in %s)))", celList([]string{contract.Binary}), restart.PlainRulesCEL("c.restartPolicyRules"), drop)},
 	}...)
 
 	// The API server hands the policy the pod's lists with what earlier admission plugins added
@@ -390,11 +390,10 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 	}
 	policyEnv := fmt.Sprintf(`Object.spec.containers.env{name: %s, value: %s}`,
 		q(contract.Env(contract.FlagRestartPolicy)), restart.PolicyCEL("c", "object.spec"))
-	// The container's restartPolicyRules as restart.FormatRules writes them.
-	rulesEnv := fmt.Sprintf(`Object.spec.containers.env{name: %s, value: "[" + c.restartPolicyRules.map(r, `+
-		`"{\"action\":\"" + r.action + "\",\"exitCodes\":" + (!has(r.exitCodes) ? "null" : `+
-		`"{\"operator\":\"" + r.exitCodes.operator + "\",\"values\":" + (has(r.exitCodes.values) ? "[" + r.exitCodes.values.map(v, string(v)).join(",") + "]" : "null") + "}") + "}").join(",") + "]"}`,
-		q(contract.Env(contract.FlagRestartRules)))
+	// The container's restartPolicyRules as restart.FormatRules writes them (ok has checked
+	// restart.PlainRulesCEL).
+	rulesEnv := fmt.Sprintf(`Object.spec.containers.env{name: %s, value: %s}`,
+		q(contract.Env(contract.FlagRestartRules)), restart.FormatRulesCEL("c.restartPolicyRules"))
 	patches := []string{
 		each("true", "/command", celList([]string{contract.Binary})),
 		each("true", "/args", fmt.Sprintf(`(%s ? %s : %s) + ["--"] + c.command + (has(c.args) ? c.args : [])`, many, flagsCEL(two.flags, "c"), flagsCEL(one.flags, "c"))),
