@@ -308,8 +308,7 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 		{Name: "foundAll", Expression: "(variables.natives.transformList(i, c, " + foundCEL(k, "c", "variables.nativeEnt[i]", true) + ") + " +
 			"object.spec.containers.transformList(i, c, " + foundCEL(k, "c", "variables.ent[i]", false) + ")).filter(s, s != \"\")"},
 		{Name: "found", Expression: "variables.foundAll.transformList(i, s, variables.foundAll.indexOf(s) == i, s)"},
-		{Name: "nativeOnly", Expression: fmt.Sprintf("size(variables.natives) > 0 && variables.natives.all(c, has(c.startupProbe)) && !variables.ent.exists(e, %s) && %s",
-			k.Sidecar("e"), k.AnnouncedClaimed("variables.ent", "variables.nativeEnt"))},
+		{Name: "nativeOnly", Expression: k.NativeOnly("variables.natives", "variables.ent", "variables.nativeEnt")},
 		{Name: "clash", Expression: fmt.Sprintf("(has(object.spec.volumes) && object.spec.volumes.exists(v, v.name in %[1]s)) || "+
 			"variables.inits.exists(c, c.name == %[2]s || (has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in %[1]s))) || "+
 			"object.spec.containers.exists(c, c.name == %[2]s || (has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in %[1]s))) || "+

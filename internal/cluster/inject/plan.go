@@ -229,18 +229,10 @@ func (p *plan) allOrNone(o Options) {
 	}
 }
 
-// nativeOnly reports whether the pod has sidecars, all of them native with a startup probe, and
-// no wrapped container yet.
+// nativeOnly reports whether the pod has sidecars, all of them native with a startup probe
+// (catalog.Pod.NativeOnly), and no wrapped container yet: a pod wrapped before stays wrapped.
 func (p *plan) nativeOnly() bool {
-	if len(p.sorted.Sidecars) == 0 || slices.ContainsFunc(p.decisions, func(d decision) bool { return d.act == keep }) {
-		return false
-	}
-	for _, s := range p.sorted.Sidecars {
-		if !s.Native || !s.StartupProbe {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(p.decisions, func(d decision) bool { return d.act == keep }) && p.sorted.NativeOnly()
 }
 
 // wrapped are the decisions that leave an app wrapped: wrapped now, or before.

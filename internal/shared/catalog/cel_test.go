@@ -117,6 +117,12 @@ var syntheticPods = []string{
 	`{spec: {containers: [{name: base, image: airflow}, {name: airflow-xcom-sidecar, image: alpine}, {name: gke-gcsfuse-sidecar, image: gke}]}}`,
 	// Native sidecars nobody knows, with and without probes.
 	`{spec: {initContainers: [{name: proxy, image: some/proxy, restartPolicy: Always, startupProbe: {tcpSocket: {port: 1}}}, {name: other, image: x, restartPolicy: OnFailure}], containers: [{name: job, image: app}]}}`,
+	// Native sidecars with startup probes beside what makes NativeOnly false: a native one without
+	// a probe, a regular sidecar, a sidecar announced and not in the pod yet, an empty probe.
+	`{spec: {initContainers: [{name: proxy, image: some/proxy, restartPolicy: Always, startupProbe: {tcpSocket: {port: 1}}}, {name: bare, image: some/proxy, restartPolicy: Always}], containers: [{name: job, image: app}]}}`,
+	`{spec: {initContainers: [{name: proxy, image: some/proxy, restartPolicy: Always, startupProbe: {tcpSocket: {port: 1}}}], containers: [{name: job, image: app}, {name: db, image: cloud-sql-proxy}]}}`,
+	`{metadata: {annotations: {vault.hashicorp.com/agent-inject: "true"}}, spec: {initContainers: [{name: proxy, image: some/proxy, restartPolicy: Always, startupProbe: {tcpSocket: {port: 1}}}], containers: [{name: job, image: app}]}}`,
+	`{spec: {initContainers: [{name: proxy, image: some/proxy, restartPolicy: Always, startupProbe: {}}, {name: migrate, image: m}], containers: [{name: job, image: app}, {name: step-x, image: app}]}}`,
 }
 
 // celCases are the pods of celeval.Pods and the synthetic ones.
@@ -342,8 +348,9 @@ func TestCELSettings(t *testing.T) {
 
 // TestCELSort: Sort against SortCEL on every pod: the rows announced, the row that claims each
 // container (manifest.NativeCEL choosing the native sidecars among the init containers), which
-// regular containers are sidecars, whether every row announced claims a container, and what
-// Sidecar.Profile makes of each sidecar's endpoints (EndpointCEL).
+// regular containers are sidecars, whether every row announced claims a container, what
+// Sidecar.Profile makes of each sidecar's endpoints (EndpointCEL), and whether every sidecar is
+// native with a startup probe (Pod.NativeOnly).
 func TestCELSort(t *testing.T) {
 	e := celEnv(t)
 	k, err := catalog.NewSortCEL(celPod)
@@ -399,7 +406,7 @@ func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]an
 	for _, s := range p.Stopped {
 		want[s.Container] = index[s.Entry.Name]
 	}
-	var ents, nativeEnts []any
+	var ents, nativeEnts, natives []any
 	for i, ct := range c.view.All() {
 		vars["container"] = c.container(i)
 		native, err := e.Bool("[variables.container].map(c, "+manifest.NativeCEL("c")+")[0]", c.object, vars)
@@ -421,7 +428,7 @@ func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]an
 			w = -1 // an app
 		}
 		if ct.Init {
-			nativeEnts = append(nativeEnts, got)
+			natives, nativeEnts = append(natives, c.container(i)), append(nativeEnts, got)
 			if got >= 0 && !catalog.Entries()[got].IsProfile() {
 				got = -1 // Sort keeps no row for a native sidecar an orchestrator stops
 			}
@@ -451,6 +458,15 @@ func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]an
 	}
 	if all == unclaimed {
 		differ(t, c, "every row announced claims a container", !unclaimed, all, expr)
+	}
+	vars["natives"] = natives
+	expr = k.NativeOnly("variables.natives", "variables.ent", "variables.nativeEnt")
+	nativeOnly, err := e.Bool(expr, c.object, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := p.NativeOnly(); nativeOnly != want {
+		differ(t, c, "every sidecar is native with a startup probe", want, nativeOnly, expr)
 	}
 }
 

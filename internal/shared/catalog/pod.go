@@ -86,6 +86,22 @@ func Sort(v *manifest.PodView, o Options) *Pod {
 	return p
 }
 
+// NativeOnly reports whether the pod has sidecars and every one is native with a startup probe:
+// Kubernetes then starts the apps only once the sidecars have started and stops the sidecars
+// after the apps, which is what sidesync would do. Inject leaves such a pod unwrapped (unless
+// forced), and the admission policy too (SortCEL.NativeOnly).
+func (p *Pod) NativeOnly() bool {
+	if len(p.Sidecars) == 0 {
+		return false
+	}
+	for _, s := range p.Sidecars {
+		if !s.Native || !s.StartupProbe {
+			return false
+		}
+	}
+	return true
+}
+
 // announce lists the sidecars that the pod's marks, then (with o.Requests) its requests, name:
 // one per row, in the catalog's order.
 func announce(v *manifest.PodView, o Options) []*announced {
@@ -290,3 +306,22 @@ func (k *SortCEL) SidecarRows(ent string, value func(e *Entry) string, otherwise
 	}
 	return "(" + strings.Join(append(arms, otherwise), " : ") + ")"
 }
+
+// NativeOnly is Pod.NativeOnly in CEL. natives is the CEL list of the pod's native sidecars (the
+// init containers manifest.NativeCEL chooses), ent and nativeEnt the lists of Claim's answers for
+// its regular containers and for natives. The pod's sidecars are its natives, the regular
+// containers a profile's row claims (Sidecar) and the rows announced that claim no container
+// (AnnouncedClaimed); of these only the natives are native, and have a startup probe when their
+// container has one.
+func (k *SortCEL) NativeOnly(natives, ent, nativeEnt string) string {
+	return celAnd([]string{
+		"size(" + natives + ") > 0",
+		natives + ".all(c, " + hasStartupProbeCEL("c") + ")",
+		"!" + ent + ".exists(e, " + k.Sidecar("e") + ")",
+		k.AnnouncedClaimed(ent, nativeEnt),
+	})
+}
+
+// hasStartupProbeCEL is manifest.Container.StartupProbe in CEL, for the container that the CEL
+// expression c names.
+func hasStartupProbeCEL(c string) string { return "has(" + c + ".startupProbe)" }
