@@ -179,9 +179,12 @@ type PolicyOptions struct {
 // inject.Options{Version, Image, Delivery}; every other pod (an app without a command, an app
 // wrapped before, names of sidesync's used by the pod, an app that sets sidesync's restart
 // variables itself, a pod whose sidecars are all native with startup probes) it leaves as it is, as Apply's all-or-none rule does for
-// pods it cannot wrap whole. The sidecars are sorted by the CEL internal/shared/catalog renders (catalog.SortCEL); the
-// values (flags, volumes, mounts, the install container, annotations) are read from what
-// inject.Apply makes of a probe pod, so that they cannot drift from inject's.
+// pods it cannot wrap whole. The rules are rendered in CEL beside their Go, and only assembled
+// here: the sidecars are sorted and the native-only rule decided by catalog.SortCEL, the found
+// sidecars written by config.FormatSidecarCEL, the restart rules by restart.FormatRulesCEL, and
+// a container that runs sidesync already told by contract.RunsSidesyncCEL. The values (flags,
+// volumes, mounts, the install container, annotations) are read from what inject.Apply makes of
+// a probe pod, so that they cannot drift from inject's.
 func Policy(o PolicyOptions) ([]*admissionregistrationv1.MutatingAdmissionPolicy, []*admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
 	spec, err := policySpec(o)
 	if err != nil {

@@ -8,13 +8,15 @@ import (
 	"strings"
 
 	"github.com/sidesync/sidesync/internal/shared/catalog"
+	"github.com/sidesync/sidesync/internal/shared/config"
 )
 
-// This file holds the policies' CEL helpers, and writes what contract.FoundAnnotation says of each
-// sidecar as config.FormatSidecar does, from what the catalog renders of the profile
-// (catalog.Entry.ReadyCEL, QuitCEL). The catalog's predicates (which containers are sidecars,
-// which an orchestrator stops, which are apps) are rendered in CEL by the catalog itself,
-// beside their Go (catalog.SortCEL); nothing here knows a sidecar or a rule of the catalog.
+// This file holds the policies' CEL helpers, and assembles what contract.FoundAnnotation says of
+// each sidecar: config.FormatSidecarCEL of what the catalog renders of the profile
+// (catalog.Entry.ProfileCEL). The catalog's predicates (which containers are sidecars, which an
+// orchestrator stops, which are apps) are rendered in CEL by the catalog itself, beside their Go
+// (catalog.SortCEL), and the --sidecar syntax by config beside FormatSidecar; nothing here knows
+// a sidecar, a rule of the catalog or a setting of --sidecar.
 
 // policyPod is how the catalog's CEL reads the pod in the policies: through their variables ann
 // and lbl (policySpec), the pod's annotations and labels or {}.
@@ -48,33 +50,13 @@ func and(conds []string) string {
 }
 
 // foundCEL is, for the sidecar container c whose row index is ent (as catalog.SortCEL.Claim gives
-// it), its entry of contract.FoundAnnotation, or "" when it has none: config.FormatSidecar of the
-// profile that catalog.Sort makes of its settings, in CEL. native says c is a native sidecar.
+// it), its entry of contract.FoundAnnotation, or "" when it has none: config.FormatSidecarCEL of
+// the profile that catalog.Sort makes of its settings (catalog.Entry.ProfileCEL). native says c
+// is a native sidecar.
 func foundCEL(k *catalog.SortCEL, c, ent string, native bool) string {
-	return k.SidecarRows(ent, func(e *catalog.Entry) string { return specCEL(e, c, native) }, `""`)
-}
-
-// specCEL is FormatSidecar(e.Name, profile) for container c: the endpoints whose settings differ
-// from the row's, then native and startup-probe, in FormatSidecar's order.
-func specCEL(e *catalog.Entry, c string, native bool) string {
-	var settings []string
-	if ep, ok := e.ReadyCEL(policyPod, c); ok {
-		settings = append(settings, endpointCEL("ready", ep))
-	}
-	if ep, ok := e.QuitCEL(policyPod, c); ok {
-		settings = append(settings, endpointCEL("quit", ep))
-	}
-	settings = append(settings,
-		fmt.Sprintf("(%t ? %s : \"\")", native, q("native=true")),
-		fmt.Sprintf("((%t && has(%s.startupProbe)) ? %s : \"\")", native, c, q("startup-probe=true")))
-	return fmt.Sprintf("[[%s].filter(x, x != \"\")].map(ss, %s + (size(ss) == 0 ? \"\" : \":\" + ss.join(\",\")))[0]",
-		strings.Join(settings, ", "), q(e.Name))
-}
-
-// endpointCEL is the setting config's endpointSetting writes: none when the endpoint is off, its
-// port when another, else nothing.
-func endpointCEL(key string, ep catalog.EndpointCEL) string {
-	return fmt.Sprintf("(%s ? %s : [%s].map(pp, (pp != 0 && pp != %d) ? %s + string(pp) : \"\")[0])", ep.Dropped, q(key+"=none"), ep.Port, ep.Default, q(key+"-port="))
+	return k.SidecarRows(ent, func(e *catalog.Entry) string {
+		return config.FormatSidecarCEL(e.Name, e.ProfileCEL(policyPod, c, native))
+	}, `""`)
 }
 
 // sortedKeys are m's keys in order.

@@ -470,9 +470,23 @@ func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]an
 	}
 }
 
-// checkEndpoints compares what Sort's profile has of a sidecar's endpoints with EndpointCEL.
+// checkEndpoints compares what Sort's profile has of a sidecar's endpoints with EndpointCEL, and
+// whether it is native with a startup probe with ProfileCEL.
 func checkEndpoints(t *testing.T, c celCase, i int, s *catalog.Sidecar) {
 	t.Helper()
+	sc := s.Entry.ProfileCEL(celPod, "c", s.Container.Init)
+	for _, b := range []struct {
+		what  string
+		goVal bool
+		expr  string
+	}{
+		{"native", s.Profile.Native, sc.Native},
+		{"startup probe", s.Profile.StartupProbe, sc.StartupProbe},
+	} {
+		if got := evalAt(t, c, i, b.expr); got != b.goVal {
+			differ(t, c, fmt.Sprintf("%s's %s (container %s)", s.Entry.Name, b.what, s.Container.Name), b.goVal, got, b.expr)
+		}
+	}
 	type endpoint struct {
 		name string
 		ep   catalog.EndpointCEL

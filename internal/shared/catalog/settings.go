@@ -143,3 +143,27 @@ func (e *Entry) QuitCEL(p CELPod, c string) (EndpointCEL, bool) {
 	}
 	return EndpointCEL{Dropped: droppedCEL(e.QuitSwitch, p, c, true), Port: portCEL(e.QuitPort, p, c), Default: urlPort(e.Sidecar.Quit.URL)}, true
 }
+
+// SidecarCEL is, in CEL, what Sort makes of the sidecar a row claims in a container
+// (Sidecar.Profile): what config.FormatSidecarCEL writes, as config.FormatSidecar writes the
+// profile.
+type SidecarCEL struct {
+	// Ready and Quit are its endpoints; nil where the row's profile has none.
+	Ready, Quit *EndpointCEL
+	// Native and StartupProbe are bools: the profile's Native and StartupProbe.
+	Native, StartupProbe string
+}
+
+// ProfileCEL is SidecarCEL for the container that the CEL expression c names, which e claims;
+// native says that it is a native sidecar (an init container that manifest.NativeCEL chooses),
+// as the policies know from the list it is in.
+func (e *Entry) ProfileCEL(p CELPod, c string, native bool) SidecarCEL {
+	sc := SidecarCEL{Native: strconv.FormatBool(native), StartupProbe: fmt.Sprintf("(%t && %s)", native, hasStartupProbeCEL(c))}
+	if ep, ok := e.ReadyCEL(p, c); ok {
+		sc.Ready = &ep
+	}
+	if ep, ok := e.QuitCEL(p, c); ok {
+		sc.Quit = &ep
+	}
+	return sc
+}

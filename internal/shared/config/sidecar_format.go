@@ -21,15 +21,52 @@ func FormatSidecar(profile string, sc sidecar.Sidecar) string {
 	settings = append(settings, endpointSetting("ready", checkURL(def.Ready), checkURL(sc.Ready))...)
 	settings = append(settings, endpointSetting("quit", callURL(def.Quit), callURL(sc.Quit))...)
 	if sc.Native {
-		settings = append(settings, "native=true")
+		settings = append(settings, nativeSetting)
 	}
 	if sc.StartupProbe {
-		settings = append(settings, "startup-probe=true")
+		settings = append(settings, startupProbeSetting)
 	}
 	if len(settings) == 0 {
 		return profile
 	}
 	return profile + ":" + strings.Join(settings, ",")
+}
+
+// The settings FormatSidecar and FormatSidecarCEL write besides URLs: "native=true",
+// "ready=none", "quit-port=9191".
+const (
+	nativeSetting       = "native=true"
+	startupProbeSetting = "startup-probe=true"
+	noneSuffix          = "=none"
+	portSuffix          = "-port="
+)
+
+// FormatSidecarCEL is FormatSidecar in CEL, for an admission policy: the value that FormatSidecar
+// writes for a sidecar of the profile called profile in a container of the pod, whose profile sc
+// renders (catalog.Entry.ProfileCEL: what catalog.Sort makes of the container's settings). Sort
+// only moves an endpoint's port or drops it, so of endpointSetting's settings it writes none, a
+// port or nothing, never a whole URL. Written with strings and strconv only, and never called in
+// the pod binary, which does not link it.
+func FormatSidecarCEL(profile string, sc catalog.SidecarCEL) string {
+	var settings []string
+	if sc.Ready != nil {
+		settings = append(settings, endpointSettingCEL("ready", *sc.Ready))
+	}
+	if sc.Quit != nil {
+		settings = append(settings, endpointSettingCEL("quit", *sc.Quit))
+	}
+	settings = append(settings,
+		"("+sc.Native+" ? "+strconv.Quote(nativeSetting)+` : "")`,
+		"("+sc.StartupProbe+" ? "+strconv.Quote(startupProbeSetting)+` : "")`)
+	return "[[" + strings.Join(settings, ", ") + `].filter(x, x != "")].map(ss, ` + strconv.Quote(profile) +
+		` + (size(ss) == 0 ? "" : ":" + ss.join(",")))[0]`
+}
+
+// endpointSettingCEL is endpointSetting in CEL for an endpoint of a profile that catalog.Sort
+// read: none when it is dropped, its port when another, else nothing.
+func endpointSettingCEL(key string, ep catalog.EndpointCEL) string {
+	return "(" + ep.Dropped + " ? " + strconv.Quote(key+noneSuffix) + " : [" + ep.Port + "].map(pp, (pp != 0 && pp != " +
+		strconv.Itoa(ep.Default) + ") ? " + strconv.Quote(key+portSuffix) + ` + string(pp) : "")[0])`
 }
 
 // endpointSetting is the setting that turns the default URL def into got: none, a port, or the
@@ -39,9 +76,9 @@ func endpointSetting(key, def, got string) []string {
 	case got == def:
 		return nil
 	case got == "":
-		return []string{key + "=none"}
+		return []string{key + noneSuffix}
 	case def != "" && samePlaceButPort(def, got):
-		return []string{key + "-port=" + portOf(got)}
+		return []string{key + portSuffix + portOf(got)}
 	}
 	return []string{key + "=" + got}
 }
