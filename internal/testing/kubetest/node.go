@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -100,8 +99,7 @@ type Node struct {
 	before     machineState
 	logf       func(string, ...any)
 
-	pauseImported atomic.Bool // ImportImages may run from several tests at once
-	programs      []string    // the plan's, in order of start: their logs are NAME.log
+	programs []string // the plan's, in order of start: their logs are NAME.log
 }
 
 // NodeUnavailable says why this machine cannot run a node ("" when it can): not root, no
@@ -183,7 +181,9 @@ func StartNode(logf func(string, ...any)) (n *Node, err error) {
 	if err != nil {
 		return n, err
 	}
+	helpers := n.buildHelpers()
 	if err := n.startInit(plan); err != nil {
+		<-helpers // its files are in the node's directory, which Stop removes
 		return n, err
 	}
 	n.logf("kubetest: node programs started after %s", time.Since(begin).Round(time.Millisecond))
@@ -193,6 +193,9 @@ func StartNode(logf func(string, ...any)) (n *Node, err error) {
 	c.CAFile = c.path(caCertFile)
 	// The test's client dials inside the node's network namespace.
 	if c.client, err = newAPIClient(c.CAFile, n.DialContext); err != nil {
+		return n, err
+	}
+	if err := n.importPause(<-helpers); err != nil {
 		return n, err
 	}
 	deadline := begin.Add(nodeReadyTimeout)
