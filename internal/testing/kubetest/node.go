@@ -92,6 +92,7 @@ type Node struct {
 	initStdin  io.Closer
 	pidns      string    // the node's PID namespace, as /proc/PID/ns/pid names it
 	pidnsFile  *os.File  // holds it
+	lock       *os.File  // the node directory's lock, held while the node lives (nodeleftovers.go)
 	forward    forwarder // Kubeconfig's forwarder to the API server, for programs on the machine
 	cgroupRoot string    // the kubelet's --cgroup-root, under every hierarchy
 	sock       string    // containerd's socket
@@ -142,19 +143,44 @@ func NodeRequired() bool {
 // StartNode starts a node and returns once its Node is Ready and the default ServiceAccount
 // exists. logf gets one line per step. Stop it with Stop, which also checks that nothing of it
 // is left on the machine.
-func StartNode(logf func(string, ...any)) (n *Node, err error) {
+func StartNode(logf func(string, ...any)) (*Node, error) {
+	return StartNodeWith(NodeOptions{Logf: logf})
+}
+
+// NodeOptions are StartNodeWith's.
+type NodeOptions struct {
+	// Logf gets one line per step.
+	Logf func(string, ...any)
+	// Prepare, when set, runs while the node starts, with a directory of the node's own that
+	// goes with the node (also when the test process is killed): the tests' binaries, say.
+	// StartNodeWith returns once both are done.
+	Prepare func(ctx context.Context, dir string) error
+}
+
+// StartNodeWith is StartNode with options. It first removes what dead nodes left on the
+// machine: those whose test process and init were both killed (see nodeleftovers.go).
+func StartNodeWith(opts NodeOptions) (n *Node, err error) {
 	if why := NodeUnavailable(); why != "" {
 		return nil, errors.New(why)
 	}
+	logf := opts.Logf
 	begin := time.Now()
-	dir, err := os.MkdirTemp("", "kubenode-")
+	swept, err := sweepDeadNodes()
+	for _, d := range swept {
+		logf("kubetest: removed %s and its cgroups, left by a node whose test process and init were killed", d)
+	}
+	if err != nil {
+		logf("kubetest: removing what dead nodes left: %v", err)
+	}
+	dir, lock, err := makeNodeDir()
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{dir: dir, tokens: map[string]string{}, controllers: true}
-	n = &Node{Cluster: c, Name: nodeName, bin: BinDir(), logf: logf, sock: filepath.Join(dir, "containerd.sock")}
+	n = &Node{Cluster: c, Name: nodeName, bin: BinDir(), logf: logf, sock: filepath.Join(dir, "containerd.sock"), lock: lock}
 	n.before, err = readMachineState()
 	if err != nil {
+		lock.Close()
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -169,18 +195,26 @@ func StartNode(logf func(string, ...any)) (n *Node, err error) {
 	if err := c.writeFiles(); err != nil {
 		return n, err
 	}
-	suffix, err := randomHex(4)
-	if err != nil {
-		return n, err
-	}
-	n.cgroupRoot = "/" + cgroupRootPrefix + suffix
-	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
-		return n, err
-	}
+	// Named after the directory, and written in its kubelet.yaml before it is made, so that a
+	// sweep finds it from the directory.
+	n.cgroupRoot = "/" + cgroupRootPrefix + strings.TrimPrefix(filepath.Base(dir), nodeDirPrefix)
 	plan, err := n.writeConfig()
 	if err != nil {
 		return n, err
 	}
+	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
+		return n, err
+	}
+	prepared, cancel := n.prepare(opts.Prepare)
+	defer func() { // before the deferred Stop on failure: Prepare writes in the node's directory
+		if err != nil {
+			cancel()
+		}
+		if perr := <-prepared; err == nil && perr != nil {
+			err = fmt.Errorf("preparing the tests while the node started: %w", perr)
+		}
+		cancel()
+	}()
 	helpers := n.buildHelpers()
 	if err := n.startInit(plan); err != nil {
 		<-helpers // its files are in the node's directory, which Stop removes
@@ -205,6 +239,26 @@ func StartNode(logf func(string, ...any)) (n *Node, err error) {
 	c.Version, _ = c.gitVersion() // only for the log line: "" if it cannot be read
 	n.logf("kubetest: node %s Ready, kubelet %s, after %s", n.Name, c.Version, time.Since(begin).Round(time.Millisecond))
 	return n, nil
+}
+
+// prepare runs f, when not nil, in the node's directory "prepared" while the node starts, and
+// sends its outcome.
+func (n *Node) prepare(f func(context.Context, string) error) (<-chan error, context.CancelFunc) {
+	done := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*nodeReadyTimeout)
+	if f == nil {
+		done <- nil
+		return done, cancel
+	}
+	go func() {
+		dir := n.path("prepared")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			done <- err
+			return
+		}
+		done <- f(ctx, dir)
+	}()
+	return done, cancel
 }
 
 // writeConfig writes the node's configuration files and returns the init's plan.
@@ -247,11 +301,12 @@ func (n *Node) writeConfig() (string, error) {
 	})
 	admin := c.path("admin.kubeconfig")
 	plan := nodePlan{
-		Hostname: nodeName,
-		Addrs:    []string{nodeIP + "/32", nodeServiceIP + "/32"},
-		Sysctls:  kubeletSysctls,
-		Dir:      c.dir,
-		Tmpfs:    nodeTmpfs,
+		Hostname:   nodeName,
+		Addrs:      []string{nodeIP + "/32", nodeServiceIP + "/32"},
+		Sysctls:    kubeletSysctls,
+		Dir:        c.dir,
+		CgroupRoot: n.cgroupRoot,
+		Tmpfs:      nodeTmpfs,
 		Procs: []nodeProc{
 			{Name: "etcd", Argv: append([]string{bin("etcd")}, etcdArgs(c.path("etcd"), etcdURL, "http://127.0.0.1:2380")...),
 				WaitTCP: "127.0.0.1:2379"},
@@ -323,6 +378,7 @@ func (n *Node) startInit(plan string) error {
 	if err != nil {
 		return err
 	}
+	cmd.ExtraFiles = []*os.File{n.lock} // lockFD in the init
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// No Pdeathsig: it follows the thread that started the init, which the Go runtime may
 		// end. The init stops the node when its stdin closes, which the test process's death does.
@@ -511,14 +567,15 @@ func (n *Node) Stop() error {
 		n.netns.Close()
 		n.hostNetns.Close()
 	}
-	if n.cgroupRoot != "" {
-		if err := removeCgroupRoot(n.cgroupRoot); err != nil {
-			errs = append(errs, err)
-		}
+	// The init removed the node's directory and cgroups once its processes were gone; a node
+	// whose init never said "started" has them still.
+	if err := n.leftByInit(); err != nil {
+		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(n.dir); err != nil {
-		errs = append(errs, fmt.Errorf("removing %s: %w", n.dir, err))
+	if err := removeNodeLeftovers(n.dir, n.cgroupRoot); err != nil {
+		errs = append(errs, err)
 	}
+	n.lock.Close()
 	if err := n.processesLeft(); err != nil {
 		errs = append(errs, err)
 	}
@@ -534,6 +591,28 @@ func (n *Node) Stop() error {
 	}
 	if n.logf != nil {
 		n.logf("kubetest: node stopped in %s", time.Since(begin).Round(time.Millisecond))
+	}
+	return errors.Join(errs...)
+}
+
+// leftByInit reports the node's directory or cgroups when its init, which said "started", left
+// them.
+func (n *Node) leftByInit() error {
+	if n.events == nil {
+		return nil
+	}
+	var errs []error
+	if _, err := os.Stat(n.dir); err == nil {
+		errs = append(errs, fmt.Errorf("the node's init left its directory %s", n.dir))
+	}
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		if _, err := os.Stat(filepath.Join(h, n.cgroupRoot)); err == nil {
+			errs = append(errs, fmt.Errorf("the node's init left its cgroup %s", filepath.Join(h, n.cgroupRoot)))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -80,7 +80,9 @@ func cniConfig(ipamDir string) string {
 // kubeletConfig is the kubelet's KubeletConfiguration: cgroup v1 allowed (this machine's), the
 // cgroupfs driver under cgroupRoot, its API on the node's address only, anonymous with
 // AlwaysAllow (only the node's namespace reaches it), no swap check, thresholds that a busy CI
-// disk cannot trip, no DNS server for pods (there is none, and none outside may be asked).
+// disk cannot trip, no DNS server for pods (there is none, and none outside may be asked), and
+// a container restarted in place after 1 s rather than 10 (KubeletCrashLoopBackOffMax, beta and
+// on since 1.35: the first back-off is the smaller of 10 s and this maximum).
 func kubeletConfig(sock, cgroupRoot, podLogs string) string {
 	return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -105,6 +107,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 nodeStatusUpdateFrequency: 2s
 syncFrequency: 10s
+crashLoopBackOff: {maxContainerRestartPeriod: 1s}
 `
 }
 
