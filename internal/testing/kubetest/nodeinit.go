@@ -95,9 +95,13 @@ func runNodeInit(planPath string) int {
 		return 1
 	}
 
-	// Signals first, so that a SIGTERM during start-up is not lost.
+	// Signals first, so that a SIGTERM during start-up is not lost. Once the test process has
+	// died, a line on stdout finds no reader: the write's SIGPIPE, caught (not ignored, which
+	// the programs would inherit), leaves it an error instead of killing the init before it
+	// removed the node.
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	stdinClosed := make(chan struct{})
 	go func() {
 		_, _ = bufio.NewReader(os.Stdin).ReadString(0)
@@ -138,6 +142,7 @@ func runNodeInit(planPath string) int {
 			stop = true
 		}
 	}
+	say("stopping") // to nobody when the test process died: the write must not kill the init
 	stopAll(order, running, exited)
 	if err := removeWhenAlone(plan); err != nil {
 		say("error removing the node: %v", err)
