@@ -673,28 +673,30 @@ func (n *Node) processesLeft() error {
 }
 
 // WaitJob waits until the Job has a Complete or Failed condition that is True and returns its
-// type, or returns "" once timeout has passed.
+// type, or returns "" once timeout has passed. It waits on the API server's events (WaitList).
 func (n *Node) WaitJob(t testing.TB, namespace, name string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		var job struct {
-			Status struct {
-				Conditions []struct{ Type, Status string }
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var cond string
+	_ = n.WaitList(ctx, "/apis/batch/v1/namespaces/"+namespace+"/jobs", NameIs(name), func(items []json.RawMessage) bool {
+		for _, item := range items {
+			var job struct {
+				Status struct {
+					Conditions []struct{ Type, Status string }
+				}
 			}
-		}
-		code, body, _, err := n.roundTrip(context.Background(), n.AdminToken, http.MethodGet,
-			"/apis/batch/v1/namespaces/"+namespace+"/jobs/"+name, nil)
-		if err == nil && code == http.StatusOK && json.Unmarshal(body, &job) == nil {
+			if json.Unmarshal(item, &job) != nil {
+				continue
+			}
 			for _, c := range job.Status.Conditions {
 				if (c.Type == "Complete" || c.Type == "Failed") && c.Status == "True" {
-					return c.Type
+					cond = c.Type
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			return ""
-		}
-		time.Sleep(pollInterval) // polling the API for a state, bounded by the deadline
-	}
+		return false
+	})
+	return cond
 }

@@ -108,6 +108,7 @@ imageGCLowThresholdPercent: 99
 nodeStatusUpdateFrequency: 2s
 syncFrequency: 10s
 crashLoopBackOff: {maxContainerRestartPeriod: 1s}
+maxPods: 250
 `
 }
 
