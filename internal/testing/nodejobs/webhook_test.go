@@ -13,7 +13,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,14 +62,7 @@ func sidesyncChart(t testing.TB, n *kubetest.Node) {
 }
 
 func installChart(t testing.TB, n *kubetest.Node) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	begin := time.Now()
-	if err := kubetest.BuildStatic(ctx, bins, "github.com/sidesync/sidesync/cmd/sidesync-injector"); err != nil {
-		return err
-	}
-	importImage(t, n, kubetest.Image{Ref: injectorImage, Files: map[string]string{"/sidesync-injector": filepath.Join(bins, "sidesync-injector")},
-		Entrypoint: []string{"/sidesync-injector"}, User: "65532"})
 	// The namespace as a user makes it, enforcing Pod Security "restricted", which the chart's
 	// pods meet.
 	n.CreateNamespaceLabelled(t, injectorNamespace, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
@@ -96,24 +88,26 @@ func installChart(t testing.TB, n *kubetest.Node) error {
 	if err := deploymentReady(t, n, injectorNamespace, "sidesync-injector", 2); err != nil {
 		return err
 	}
-	t.Logf("the chart installed, both injector pods ready, %s after the build began", time.Since(begin).Round(100*time.Millisecond))
+	t.Logf("the chart installed, both injector pods ready, %s after the first object was created", time.Since(begin).Round(100*time.Millisecond))
 	return nil
 }
 
 // deploymentReady waits, up to 5 minutes, until a chart's Deployment has want ready pods.
 func deploymentReady(t testing.TB, n *kubetest.Node, ns, name string, want int) error {
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ready := 0
+	err := n.WaitList(ctx, "/apis/apps/v1/namespaces/"+ns+"/deployments", kubetest.NameIs(name), func(items []json.RawMessage) bool {
 		var d struct{ Status struct{ ReadyReplicas int } }
-		n.Do(t, http.MethodGet, "/apis/apps/v1/namespaces/"+ns+"/deployments/"+name, nil, &d)
-		if d.Status.ReadyReplicas == want {
-			return nil
+		if len(items) == 1 && json.Unmarshal(items[0], &d) == nil {
+			ready = d.Status.ReadyReplicas
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the Deployment %s has %d ready pods of %d after 5 minutes", name, d.Status.ReadyReplicas, want)
-		}
-		time.Sleep(time.Second) // polling the Deployment, bounded by deadline
+		return ready == want
+	})
+	if err != nil {
+		return fmt.Errorf("the Deployment %s has %d ready pods of %d after 5 minutes: %w", name, ready, want, err)
 	}
+	return nil
 }
 
 // collectionPath is where the API server takes a chart's object, released in namespace.
@@ -128,6 +122,12 @@ func collectionPath(t testing.TB, o map[string]any, namespace string) string {
 
 // injectorImage is the injector's image as the chart names it by default (its appVersion).
 var injectorImage = "ghcr.io/sidesync/sidesync-injector:" + exampleVersion
+
+// injectorImageOf is the injector's image, of the binary in dir (built by TestMain).
+func injectorImageOf(dir string) kubetest.Image {
+	return kubetest.Image{Ref: injectorImage, Files: map[string]string{"/sidesync-injector": filepath.Join(dir, "sidesync-injector")},
+		Entrypoint: []string{"/sidesync-injector"}, User: "65532"}
+}
 
 // onlyModeIn adds admissionLabel=mode to the namespace selectors of a webhook configuration or
 // a policy binding.
@@ -314,33 +314,32 @@ func waitSelected(t testing.TB, n *kubetest.Node, ns string) {
 // waitCronJobJob waits for the first Job the CronJob creates and returns its name.
 func waitCronJobJob(t testing.TB, n *kubetest.Node, ns, cron string) string {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute) // the next minute, under load
-	for {
-		var list struct {
-			Items []struct {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // the next minute, under load
+	defer cancel()
+	var name string
+	err := n.WaitList(ctx, "/apis/batch/v1/namespaces/"+ns+"/jobs", nil, func(items []json.RawMessage) bool {
+		for _, item := range items {
+			var j struct {
 				Metadata struct {
 					Name            string
 					OwnerReferences []struct{ Kind, Name string }
 				}
 			}
-		}
-		var raw []byte
-		n.Do(t, "GET", "/apis/batch/v1/namespaces/"+ns+"/jobs", nil, &raw)
-		if err := json.Unmarshal(raw, &list); err != nil {
-			t.Fatal(err)
-		}
-		for _, j := range list.Items {
+			if json.Unmarshal(item, &j) != nil {
+				continue
+			}
 			for _, o := range j.Metadata.OwnerReferences {
 				if o.Kind == "CronJob" && o.Name == cron {
-					return j.Metadata.Name
+					name = j.Metadata.Name
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CronJob %s created no Job in 3 minutes", cron)
-		}
-		time.Sleep(time.Second) // polling the CronJob controller's work, bounded by deadline
+		return name != ""
+	})
+	if err != nil {
+		t.Fatalf("CronJob %s created no Job in 3 minutes: %v", cron, err)
 	}
+	return name
 }
 
 // TestChartWarnings: with the chart installed, creating a plain Job in a namespace whose mesh
