@@ -46,6 +46,8 @@ const (
 const (
 	nodeReadyTimeout = 3 * time.Minute
 	nodeStopTimeout  = 90 * time.Second
+	// nodeRequestTimeout bounds one request to the node's API server.
+	nodeRequestTimeout = 2 * time.Minute
 )
 
 // nodePrograms are the binaries of BinDir that a node runs, built by .ci/build-kube.sh.
@@ -229,6 +231,10 @@ func StartNodeWith(opts NodeOptions) (n *Node, err error) {
 	if c.client, err = newAPIClient(c.CAFile, n.DialContext); err != nil {
 		return n, err
 	}
+	// A node's API server shares 2 cores with the kubelet, containerd and the pods the tests
+	// start at once: under CI's load a request took over 30 s (the first MutatingAdmissionPolicy's
+	// creation, at load 60), which must not fail the test. Still a bound, never a wait.
+	c.client.Timeout = nodeRequestTimeout
 	if err := n.importPause(<-helpers); err != nil {
 		return n, err
 	}

@@ -415,15 +415,6 @@ func rescueMany(tb testing.TB, n *kubetest.Node, count int) time.Duration {
 	return took
 }
 
-// TestRescueMany: one rescue frees 50 stuck pods at once, within its bounded wait. How long it
-// takes is BenchmarkRescue's.
-func TestRescueMany(t *testing.T) {
-	t.Parallel()
-	n := testNode(t)
-	injector(t, n)
-	t.Logf("50 pods rescued in %s", rescueMany(t, n, 50).Round(time.Millisecond))
-}
-
 // BenchmarkRescue measures one rescue of 50 stuck pods: from the command's start to every pod
 // completed (BENCHMARKS.md).
 func BenchmarkRescue(b *testing.B) {
