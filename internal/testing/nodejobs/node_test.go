@@ -86,7 +86,10 @@ func runMain(m *testing.M) int {
 	}
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		policy := make(chan error, 1)
+		go func() { policy <- installPolicy(ctx, n) }()
 		err = n.ImportImages(ctx, images...)
+		policyErr = <-policy
 		cancel()
 	}
 	if err != nil {

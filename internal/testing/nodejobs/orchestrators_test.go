@@ -445,6 +445,11 @@ func runTekton(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 			t.Errorf("%s: told %s to quit: %v, and held back for a step still running: %v; want one or the other", c, proxy, quit, held)
 		}
 	}
+	if t.Failed() {
+		for _, c := range steps {
+			t.Logf("log of %s:\n%s", c, logs[c])
+		}
+	}
 	emulatorQuit(t, proxy, terminated(t, n, ns, p, proxy, 0), len(quitters))
 
 	// sidecar-registry: its first run was stopped by the kubelet after the image change, the

@@ -11,8 +11,10 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,35 +205,54 @@ func onlyMode(sel *metav1.LabelSelector, mode string) {
 	sel.MatchLabels[admissionLabel] = mode
 }
 
-var sidesyncPolicyOnce struct {
-	sync.Once
-	err error
+// policyErr is the outcome of installPolicy, which TestMain runs before the tests start.
+var policyErr error
+
+// installPolicy installs the MutatingAdmissionPolicy of `kubectl sidesync policy`. TestMain does,
+// while the images are imported: the API server type-checks a policy's CEL when it is created,
+// and once every test had started, the creation outlasted its 30 s request deadline (504). A
+// POST that timed out may still have been done: a 409 then is the policy there.
+func installPolicy(ctx context.Context, n *kubetest.Node) error {
+	policies, bindings, err := admission.Policy(admission.PolicyOptions{Version: exampleVersion, Image: sidesyncImage, Namespace: "sidesync-system"})
+	if err != nil {
+		return err
+	}
+	var objs []any
+	paths := map[int]string{}
+	for _, p := range policies {
+		paths[len(objs)] = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies"
+		objs = append(objs, p)
+	}
+	for _, b := range bindings {
+		if b.Spec.MatchResources == nil || b.Spec.MatchResources.NamespaceSelector == nil {
+			return fmt.Errorf("binding %s selects no namespaces", b.Name)
+		}
+		onlyMode(b.Spec.MatchResources.NamespaceSelector, "policy")
+		paths[len(objs)] = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings"
+		objs = append(objs, b)
+	}
+	for i, o := range objs {
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			err = n.Post(ctx, paths[i], o)
+			var apiErr *kubetest.APIError
+			if err == nil || (attempt > 0 && errors.As(err, &apiErr) && apiErr.Code == http.StatusConflict) {
+				err = nil
+				break
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// sidesyncPolicy installs the MutatingAdmissionPolicy of `kubectl sidesync policy`, once per
-// process.
-func sidesyncPolicy(t testing.TB, n *kubetest.Node) {
+// sidesyncPolicy fails the test if TestMain could not install sidesync's policy.
+func sidesyncPolicy(t testing.TB) {
 	t.Helper()
-	sidesyncPolicyOnce.Do(func() {
-		policies, bindings, err := admission.Policy(admission.PolicyOptions{Version: exampleVersion, Image: sidesyncImage, Namespace: "sidesync-system"})
-		if err != nil {
-			sidesyncPolicyOnce.err = err
-			return
-		}
-		for _, p := range policies {
-			n.Create(t, "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies", p)
-		}
-		for _, b := range bindings {
-			if b.Spec.MatchResources == nil || b.Spec.MatchResources.NamespaceSelector == nil {
-				sidesyncPolicyOnce.err = fmt.Errorf("binding %s selects no namespaces", b.Name)
-				return
-			}
-			onlyMode(b.Spec.MatchResources.NamespaceSelector, "policy")
-			n.Create(t, "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings", b)
-		}
-	})
-	if sidesyncPolicyOnce.err != nil {
-		t.Fatalf("sidesync's policy: %v", sidesyncPolicyOnce.err)
+	if policyErr != nil {
+		t.Fatalf("sidesync's policy: %v", policyErr)
 	}
 }
 
@@ -250,7 +271,7 @@ func TestWebhookCronJob(t *testing.T) {
 func TestPolicyCronJob(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
-	sidesyncPolicy(t, n)
+	sidesyncPolicy(t)
 	runCronJob(t, n, "policy")
 }
 
