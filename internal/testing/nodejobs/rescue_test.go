@@ -288,7 +288,7 @@ func TestRescueLeftAlone(t *testing.T) {
 		addEnv(app, "APP_EXIT", "1")
 		// Each run lasts a while: the node restarts a container 1 s after it ended, and a
 		// run that ended at once would be restarted every second for the whole test.
-		addEnv(app, "APP_SLEEP", "3s")
+		addEnv(app, "APP_SLEEP", "10s")
 	})
 	// A podFailurePolicy needs restartPolicy Never; restarts in place count against the
 	// backoffLimit, which must outlast the test.
