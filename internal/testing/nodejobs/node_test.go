@@ -50,10 +50,11 @@ func TestMain(m *testing.M) {
 // parallel is how many tests run at once unless -test.parallel says otherwise. The tests wait on
 // the node far more than they compute (a sidecar's readiness, the kubelet's relists, the Job
 // controller, a CronJob's minute, a hang watched for 10 s): go test's default, GOMAXPROCS (2 in
-// CI), would run them almost one after the other.
-// Not all of them: 2 cores start the pods of about 16 tests at once in the time the tests allow
-// (64 at once, with the many-pods rescue's, left Jobs still starting after 4 minutes).
-const parallel = 16
+// CI), would run them almost one after the other. Not many more, though: the run is bound by
+// the node's 2 cores, and crowding them only stretches each test. At 64 at once Jobs were still
+// starting after 4 minutes; at 16, sidesync's own bounds tripped in pods under load (its API
+// detection's request, a Tekton step's quit racing the other's).
+const parallel = 8
 
 func runMain(m *testing.M) int {
 	if noNode = kubetest.NodeUnavailable(); noNode != "" {
