@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -58,6 +59,27 @@ func (c *Cluster) Create(t testing.TB, path string, obj any) map[string]any {
 	}
 	return created
 }
+
+// Post POSTs obj (as for Do's body) to path as Admin, for a caller without a test (TestMain),
+// and returns an error unless the answer is 2xx; a 409 (it exists) is an APIError with that Code.
+func (c *Cluster) Post(ctx context.Context, path string, obj any) error {
+	code, data, _, err := c.roundTrip(ctx, c.AdminToken, http.MethodPost, path, obj)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	if code/100 != 2 {
+		return &APIError{Code: code, Message: fmt.Sprintf("POST %s: %d: %s", path, code, bytes.TrimSpace(data))}
+	}
+	return nil
+}
+
+// APIError is an answer of the API server that is not 2xx.
+type APIError struct {
+	Code    int
+	Message string
+}
+
+func (e *APIError) Error() string { return e.Message }
 
 // Apply POSTs rawJSON to path as Admin (a create, e.g. of a Pod at
 // /api/v1/namespaces/NS/pods) and fails the test unless the answer is 2xx.

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +46,8 @@ const (
 const (
 	nodeReadyTimeout = 3 * time.Minute
 	nodeStopTimeout  = 90 * time.Second
+	// nodeRequestTimeout bounds one request to the node's API server.
+	nodeRequestTimeout = 2 * time.Minute
 )
 
 // nodePrograms are the binaries of BinDir that a node runs, built by .ci/build-kube.sh.
@@ -93,6 +94,7 @@ type Node struct {
 	initStdin  io.Closer
 	pidns      string    // the node's PID namespace, as /proc/PID/ns/pid names it
 	pidnsFile  *os.File  // holds it
+	lock       *os.File  // the node directory's lock, held while the node lives (nodeleftovers.go)
 	forward    forwarder // Kubeconfig's forwarder to the API server, for programs on the machine
 	cgroupRoot string    // the kubelet's --cgroup-root, under every hierarchy
 	sock       string    // containerd's socket
@@ -100,8 +102,7 @@ type Node struct {
 	before     machineState
 	logf       func(string, ...any)
 
-	pauseImported atomic.Bool // ImportImages may run from several tests at once
-	programs      []string    // the plan's, in order of start: their logs are NAME.log
+	programs []string // the plan's, in order of start: their logs are NAME.log
 }
 
 // NodeUnavailable says why this machine cannot run a node ("" when it can): not root, no
@@ -144,19 +145,44 @@ func NodeRequired() bool {
 // StartNode starts a node and returns once its Node is Ready and the default ServiceAccount
 // exists. logf gets one line per step. Stop it with Stop, which also checks that nothing of it
 // is left on the machine.
-func StartNode(logf func(string, ...any)) (n *Node, err error) {
+func StartNode(logf func(string, ...any)) (*Node, error) {
+	return StartNodeWith(NodeOptions{Logf: logf})
+}
+
+// NodeOptions are StartNodeWith's.
+type NodeOptions struct {
+	// Logf gets one line per step.
+	Logf func(string, ...any)
+	// Prepare, when set, runs while the node starts, with a directory of the node's own that
+	// goes with the node (also when the test process is killed): the tests' binaries, say.
+	// StartNodeWith returns once both are done.
+	Prepare func(ctx context.Context, dir string) error
+}
+
+// StartNodeWith is StartNode with options. It first removes what dead nodes left on the
+// machine: those whose test process and init were both killed (see nodeleftovers.go).
+func StartNodeWith(opts NodeOptions) (n *Node, err error) {
 	if why := NodeUnavailable(); why != "" {
 		return nil, errors.New(why)
 	}
+	logf := opts.Logf
 	begin := time.Now()
-	dir, err := os.MkdirTemp("", "kubenode-")
+	swept, err := sweepDeadNodes()
+	for _, d := range swept {
+		logf("kubetest: removed %s and its cgroups, left by a node whose test process and init were killed", d)
+	}
+	if err != nil {
+		logf("kubetest: removing what dead nodes left: %v", err)
+	}
+	dir, lock, err := makeNodeDir()
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{dir: dir, tokens: map[string]string{}, controllers: true}
-	n = &Node{Cluster: c, Name: nodeName, bin: BinDir(), logf: logf, sock: filepath.Join(dir, "containerd.sock")}
+	n = &Node{Cluster: c, Name: nodeName, bin: BinDir(), logf: logf, sock: filepath.Join(dir, "containerd.sock"), lock: lock}
 	n.before, err = readMachineState()
 	if err != nil {
+		lock.Close()
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -171,19 +197,29 @@ func StartNode(logf func(string, ...any)) (n *Node, err error) {
 	if err := c.writeFiles(); err != nil {
 		return n, err
 	}
-	suffix, err := randomHex(4)
-	if err != nil {
-		return n, err
-	}
-	n.cgroupRoot = "/" + cgroupRootPrefix + suffix
-	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
-		return n, err
-	}
+	// Named after the directory, and written in its kubelet.yaml before it is made, so that a
+	// sweep finds it from the directory.
+	n.cgroupRoot = "/" + cgroupRootPrefix + strings.TrimPrefix(filepath.Base(dir), nodeDirPrefix)
 	plan, err := n.writeConfig()
 	if err != nil {
 		return n, err
 	}
+	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
+		return n, err
+	}
+	prepared, cancel := n.prepare(opts.Prepare)
+	defer func() { // before the deferred Stop on failure: Prepare writes in the node's directory
+		if err != nil {
+			cancel()
+		}
+		if perr := <-prepared; err == nil && perr != nil {
+			err = fmt.Errorf("preparing the tests while the node started: %w", perr)
+		}
+		cancel()
+	}()
+	helpers := n.buildHelpers()
 	if err := n.startInit(plan); err != nil {
+		<-helpers // its files are in the node's directory, which Stop removes
 		return n, err
 	}
 	n.logf("kubetest: node programs started after %s", time.Since(begin).Round(time.Millisecond))
@@ -195,6 +231,13 @@ func StartNode(logf func(string, ...any)) (n *Node, err error) {
 	if c.client, err = newAPIClient(c.CAFile, n.DialContext); err != nil {
 		return n, err
 	}
+	// A node's API server shares 2 cores with the kubelet, containerd and the pods the tests
+	// start at once: under CI's load a request took over 30 s (the first MutatingAdmissionPolicy's
+	// creation, at load 60), which must not fail the test. Still a bound, never a wait.
+	c.client.Timeout = nodeRequestTimeout
+	if err := n.importPause(<-helpers); err != nil {
+		return n, err
+	}
 	deadline := begin.Add(nodeReadyTimeout)
 	if err := n.waitReady(deadline); err != nil {
 		return n, err
@@ -202,6 +245,26 @@ func StartNode(logf func(string, ...any)) (n *Node, err error) {
 	c.Version, _ = c.gitVersion() // only for the log line: "" if it cannot be read
 	n.logf("kubetest: node %s Ready, kubelet %s, after %s", n.Name, c.Version, time.Since(begin).Round(time.Millisecond))
 	return n, nil
+}
+
+// prepare runs f, when not nil, in the node's directory "prepared" while the node starts, and
+// sends its outcome.
+func (n *Node) prepare(f func(context.Context, string) error) (<-chan error, context.CancelFunc) {
+	done := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*nodeReadyTimeout)
+	if f == nil {
+		done <- nil
+		return done, cancel
+	}
+	go func() {
+		dir := n.path("prepared")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			done <- err
+			return
+		}
+		done <- f(ctx, dir)
+	}()
+	return done, cancel
 }
 
 // writeConfig writes the node's configuration files and returns the init's plan.
@@ -244,11 +307,12 @@ func (n *Node) writeConfig() (string, error) {
 	})
 	admin := c.path("admin.kubeconfig")
 	plan := nodePlan{
-		Hostname: nodeName,
-		Addrs:    []string{nodeIP + "/32", nodeServiceIP + "/32"},
-		Sysctls:  kubeletSysctls,
-		Dir:      c.dir,
-		Tmpfs:    nodeTmpfs,
+		Hostname:   nodeName,
+		Addrs:      []string{nodeIP + "/32", nodeServiceIP + "/32"},
+		Sysctls:    kubeletSysctls,
+		Dir:        c.dir,
+		CgroupRoot: n.cgroupRoot,
+		Tmpfs:      nodeTmpfs,
 		Procs: []nodeProc{
 			{Name: "etcd", Argv: append([]string{bin("etcd")}, etcdArgs(c.path("etcd"), etcdURL, "http://127.0.0.1:2380")...),
 				WaitTCP: "127.0.0.1:2379"},
@@ -320,6 +384,7 @@ func (n *Node) startInit(plan string) error {
 	if err != nil {
 		return err
 	}
+	cmd.ExtraFiles = []*os.File{n.lock} // lockFD in the init
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// No Pdeathsig: it follows the thread that started the init, which the Go runtime may
 		// end. The init stops the node when its stdin closes, which the test process's death does.
@@ -508,14 +573,15 @@ func (n *Node) Stop() error {
 		n.netns.Close()
 		n.hostNetns.Close()
 	}
-	if n.cgroupRoot != "" {
-		if err := removeCgroupRoot(n.cgroupRoot); err != nil {
-			errs = append(errs, err)
-		}
+	// The init removed the node's directory and cgroups once its processes were gone; a node
+	// whose init never said "started" has them still.
+	if err := n.leftByInit(); err != nil {
+		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(n.dir); err != nil {
-		errs = append(errs, fmt.Errorf("removing %s: %w", n.dir, err))
+	if err := removeNodeLeftovers(n.dir, n.cgroupRoot); err != nil {
+		errs = append(errs, err)
 	}
+	n.lock.Close()
 	if err := n.processesLeft(); err != nil {
 		errs = append(errs, err)
 	}
@@ -531,6 +597,28 @@ func (n *Node) Stop() error {
 	}
 	if n.logf != nil {
 		n.logf("kubetest: node stopped in %s", time.Since(begin).Round(time.Millisecond))
+	}
+	return errors.Join(errs...)
+}
+
+// leftByInit reports the node's directory or cgroups when its init, which said "started", left
+// them.
+func (n *Node) leftByInit() error {
+	if n.events == nil {
+		return nil
+	}
+	var errs []error
+	if _, err := os.Stat(n.dir); err == nil {
+		errs = append(errs, fmt.Errorf("the node's init left its directory %s", n.dir))
+	}
+	hs, err := cgroupHierarchies()
+	if err != nil {
+		return err
+	}
+	for _, h := range hs {
+		if _, err := os.Stat(filepath.Join(h, n.cgroupRoot)); err == nil {
+			errs = append(errs, fmt.Errorf("the node's init left its cgroup %s", filepath.Join(h, n.cgroupRoot)))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -591,28 +679,30 @@ func (n *Node) processesLeft() error {
 }
 
 // WaitJob waits until the Job has a Complete or Failed condition that is True and returns its
-// type, or returns "" once timeout has passed.
+// type, or returns "" once timeout has passed. It waits on the API server's events (WaitList).
 func (n *Node) WaitJob(t testing.TB, namespace, name string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		var job struct {
-			Status struct {
-				Conditions []struct{ Type, Status string }
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var cond string
+	_ = n.WaitList(ctx, "/apis/batch/v1/namespaces/"+namespace+"/jobs", NameIs(name), func(items []json.RawMessage) bool {
+		for _, item := range items {
+			var job struct {
+				Status struct {
+					Conditions []struct{ Type, Status string }
+				}
 			}
-		}
-		code, body, _, err := n.roundTrip(context.Background(), n.AdminToken, http.MethodGet,
-			"/apis/batch/v1/namespaces/"+namespace+"/jobs/"+name, nil)
-		if err == nil && code == http.StatusOK && json.Unmarshal(body, &job) == nil {
+			if json.Unmarshal(item, &job) != nil {
+				continue
+			}
 			for _, c := range job.Status.Conditions {
 				if (c.Type == "Complete" || c.Type == "Failed") && c.Status == "True" {
-					return c.Type
+					cond = c.Type
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			return ""
-		}
-		time.Sleep(pollInterval) // polling the API for a state, bounded by the deadline
-	}
+		return false
+	})
+	return cond
 }

@@ -117,7 +117,8 @@ func hasFlag(hex string, flag int64) bool {
 func TestMachineStateCompare(t *testing.T) {
 	before := machineState{
 		mounts:  []string{"/", "/proc"},
-		cgroups: []string{"/sys/fs/cgroup/memory"},
+		cgroups: []string{"/sys/fs/cgroup/memory", "/sys/fs/cgroup/memory/agent", "/sys/fs/cgroup/memory/agent/me"},
+		own:     []string{"/sys/fs/cgroup/memory/agent/me"},
 		sysctls: map[string]string{"vm/overcommit_memory": "0"},
 		paths:   map[string]bool{"/run/containerd": false},
 		links:   []string{"lo", "eth0"},
@@ -126,8 +127,10 @@ func TestMachineStateCompare(t *testing.T) {
 		t.Fatalf("the same state: %v", err)
 	}
 	after := machineState{
-		mounts:  []string{"/", "/proc", "/run/netns/cni-1"},
-		cgroups: []string{"/sys/fs/cgroup/memory", "/sys/fs/cgroup/memory/sidesync-node-aa/kubepods", "/sys/fs/cgroup/memory/sidesync-node-bb"},
+		mounts: []string{"/", "/proc", "/run/netns/cni-1"},
+		cgroups: []string{"/sys/fs/cgroup/memory", "/sys/fs/cgroup/memory/agent", "/sys/fs/cgroup/memory/agent/me",
+			"/sys/fs/cgroup/memory/sidesync-node-aa/kubepods", "/sys/fs/cgroup/memory/sidesync-node-bb",
+			"/sys/fs/cgroup/memory/agent/another-command", "/sys/fs/cgroup/memory/agent/me/child", "/sys/fs/cgroup/memory/kubepods"},
 		sysctls: map[string]string{"vm/overcommit_memory": "1"},
 		paths:   map[string]bool{"/run/containerd": true},
 		links:   []string{"lo", "eth0", "veth1234"},
@@ -137,6 +140,7 @@ func TestMachineStateCompare(t *testing.T) {
 		t.Fatal("no leftover found")
 	}
 	for _, want := range []string{"mount left behind: /run/netns/cni-1", "cgroup left behind: /sys/fs/cgroup/memory/sidesync-node-aa/kubepods",
+		"cgroup left behind: /sys/fs/cgroup/memory/agent/me/child", "cgroup left behind: /sys/fs/cgroup/memory/kubepods",
 		"sysctl vm/overcommit_memory changed: 1, was 0", "/run/containerd created", "network interface left behind: veth1234"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q not in:\n%v", want, err)
@@ -144,5 +148,8 @@ func TestMachineStateCompare(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "sidesync-node-bb") {
 		t.Errorf("another node's cgroup reported:\n%v", err)
+	}
+	if strings.Contains(err.Error(), "another-command") {
+		t.Errorf("a cgroup the machine made beside the test process's own reported:\n%v", err)
 	}
 }

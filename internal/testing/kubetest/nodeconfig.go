@@ -80,7 +80,9 @@ func cniConfig(ipamDir string) string {
 // kubeletConfig is the kubelet's KubeletConfiguration: cgroup v1 allowed (this machine's), the
 // cgroupfs driver under cgroupRoot, its API on the node's address only, anonymous with
 // AlwaysAllow (only the node's namespace reaches it), no swap check, thresholds that a busy CI
-// disk cannot trip, no DNS server for pods (there is none, and none outside may be asked).
+// disk cannot trip, no DNS server for pods (there is none, and none outside may be asked), and
+// a container restarted in place after 1 s rather than 10 (KubeletCrashLoopBackOffMax, beta and
+// on since 1.35: the first back-off is the smaller of 10 s and this maximum).
 func kubeletConfig(sock, cgroupRoot, podLogs string) string {
 	return `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -105,6 +107,8 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 nodeStatusUpdateFrequency: 2s
 syncFrequency: 10s
+crashLoopBackOff: {maxContainerRestartPeriod: 1s}
+maxPods: 250
 `
 }
 
@@ -207,8 +211,12 @@ func removeCgroupRoot(root string) error {
 
 // machineState is what a node could leave behind on the machine, read before and after it runs.
 type machineState struct {
-	mounts  []string          // mount points of the test's own mount namespace
-	cgroups []string          // every cgroup directory
+	mounts  []string // mount points of the test's own mount namespace
+	cgroups []string // every cgroup directory
+	// own are the test process's cgroups that are below a hierarchy's top level (ownCgroups):
+	// the machine may make siblings of them for its other work while the node runs (a
+	// sandbox's agent does, one per command), and those are not the node's.
+	own     []string
 	sysctls map[string]string // the kubelet's tunables and the network ones of the machine's namespace
 	paths   map[string]bool   // whether each of the paths that containerd and the kubelet default to exists
 	links   []string          // the network interfaces of the machine's namespace
@@ -250,6 +258,9 @@ func readMachineState() (machineState, error) {
 			return nil
 		})
 	}
+	if s.own, err = ownCgroups(hs); err != nil {
+		return s, err
+	}
 	for _, k := range machineSysctls() {
 		v, err := os.ReadFile(filepath.Join("/proc/sys", k))
 		if err == nil {
@@ -270,6 +281,47 @@ func readMachineState() (machineState, error) {
 	return s, nil
 }
 
+// ownCgroups returns the directories of the process's own cgroups, one per hierarchy of hs,
+// where it is below the hierarchy's top level (/proc/self/cgroup: "ID:CONTROLLERS:PATH"; the
+// hierarchy's directory is named after its controllers, "name=" left out, and the unified one
+// has none).
+func ownCgroups(hs []string) ([]string, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	var own []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || strings.Count(strings.TrimRight(f[2], "/"), "/") < 2 {
+			continue // the root, or a cgroup at the top level, whose siblings a node may make
+		}
+		for _, h := range hs {
+			base := filepath.Base(h)
+			if f[1] == base || f[1] == "name="+base || f[1] == "" && (h == "/sys/fs/cgroup" || base == "unified") {
+				own = append(own, filepath.Join(h, f[2]))
+			}
+		}
+	}
+	return own, nil
+}
+
+// othersCgroup reports whether the cgroup c is below a sibling of one of the process's own
+// cgroups (which are below the top level): the machine's, made for its other work (a node's
+// leftovers are in its cgroup root, at a hierarchy's top level, or below the process's own).
+func (s machineState) othersCgroup(c string) bool {
+	for _, o := range s.own {
+		parent := filepath.Dir(o)
+		if below(c, parent) && c != parent && !below(c, o) {
+			return true
+		}
+	}
+	return false
+}
+
+// below reports whether path is dir or below it.
+func below(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
+
 // compare reports everything in after that differs from s: what the node whose cgroup root is
 // root left behind. Other nodes' cgroup roots (another test package may run a node at the same
 // time) are theirs.
@@ -285,7 +337,7 @@ func (s machineState) compare(after machineState, root string) error {
 	added("mount", s.mounts, after.mounts)
 	var cgroups []string
 	for _, c := range after.cgroups {
-		if !strings.Contains(c, "/"+cgroupRootPrefix) || strings.Contains(c, root) {
+		if (!strings.Contains(c, "/"+cgroupRootPrefix) || strings.Contains(c, root)) && !s.othersCgroup(c) {
 			cgroups = append(cgroups, c)
 		}
 	}

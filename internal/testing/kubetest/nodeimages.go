@@ -6,12 +6,11 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -21,7 +20,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Image is a test image: files on scratch, built without a registry or a daemon and imported
@@ -39,7 +40,7 @@ type Image struct {
 	User       string
 	// Raw, when set, is the image itself (sidesync's release image, say): the fields above but
 	// Ref are then unused.
-	Raw v1.Image
+	Raw v1.Image `json:"-"`
 }
 
 // BuildStatic builds the module's main packages (import paths) as static Linux binaries into
@@ -53,19 +54,104 @@ func BuildStatic(ctx context.Context, dir string, pkgs ...string) error {
 	return nil
 }
 
-// ImportImages builds the images and imports them into the node's containerd, with the node's
-// pause image. It can be called more than once, and from several goroutines at once (two may
-// then both import the pause image, which is harmless).
+// The node's helpers, built by StartNode into its directory: the pods' sandbox image's program,
+// and the program that writes test images (ImportImages).
+const (
+	pausePackage    = "github.com/sidesync/sidesync/internal/testing/kubetest/pause"
+	imagetarPackage = "github.com/sidesync/sidesync/internal/testing/kubetest/imagetar"
+)
+
+// buildHelpers builds the node's helpers while the node starts, and sends the outcome.
+func (n *Node) buildHelpers() <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), nodeReadyTimeout)
+		defer cancel()
+		done <- BuildStatic(ctx, n.path("bin"), pausePackage, imagetarPackage)
+	}()
+	return done
+}
+
+// importPause imports the pods' sandbox image, once the helpers are built (built is the
+// outcome of that build).
+func (n *Node) importPause(built error) error {
+	if built != nil {
+		return built
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), nodeReadyTimeout)
+	defer cancel()
+	return n.ImportImages(ctx, Image{Ref: PauseImage, Files: map[string]string{"/pause": n.path("bin/pause")},
+		Entrypoint: []string{"/pause"}, User: "65535:65535"})
+}
+
+// ImportImages builds the images and imports them into the node's containerd. It can be called
+// more than once, and from several goroutines at once.
+//
+// The images of files are written by the imagetar helper, which StartNode built without the race
+// detector: under -race, the test process's copying and hashing of the images' megabytes is tens
+// of times slower (over a minute for the nodejobs tests' images on 2 busy cores, against a
+// second). Raw images, already built, are written in the test process.
 func (n *Node) ImportImages(ctx context.Context, images ...Image) error {
 	begin := time.Now()
-	if !n.pauseImported.Load() {
-		bin := n.path("bin")
-		if err := BuildStatic(ctx, bin, "github.com/sidesync/sidesync/internal/testing/kubetest/pause"); err != nil {
+	var files, raw []Image
+	for _, im := range images {
+		if im.Raw != nil {
+			raw = append(raw, im)
+		} else {
+			files = append(files, im)
+		}
+	}
+	var archives []string
+	defer func() {
+		for _, a := range archives {
+			os.Remove(a)
+		}
+	}()
+	for _, set := range [][]Image{files, raw} {
+		if len(set) == 0 {
+			continue
+		}
+		f, err := os.CreateTemp(n.dir, "images-*.tar")
+		if err != nil {
 			return err
 		}
-		images = append(images, Image{Ref: PauseImage, Files: map[string]string{"/pause": filepath.Join(bin, "pause")},
-			Entrypoint: []string{"/pause"}, User: "65535:65535"})
+		f.Close()
+		archives = append(archives, f.Name())
+		if set[0].Raw != nil {
+			err = WriteImageArchive(f.Name(), set)
+		} else {
+			err = n.imagetar(ctx, f.Name(), set)
+		}
+		if err != nil {
+			return err
+		}
 	}
+	for _, a := range archives {
+		if err := n.ctr(ctx, "images", "import", "--local", a); err != nil {
+			return err
+		}
+	}
+	n.logf("kubetest: %d images imported into the node in %s", len(images), time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
+// imagetar runs the imagetar helper: images as JSON on its stdin, the archive written at path.
+func (n *Node) imagetar(ctx context.Context, path string, images []Image) error {
+	spec, err := json.Marshal(images)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, n.path("bin/imagetar"), path)
+	cmd.Stdin = bytes.NewReader(spec)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("imagetar: %v: %s", err, out)
+	}
+	return nil
+}
+
+// WriteImageArchive writes the images as one docker archive (the format of `docker save`) at
+// path, each under its Ref, for `ctr images import`. The imagetar helper runs it.
+func WriteImageArchive(path string, images []Image) error {
 	refs := map[name.Reference]v1.Image{}
 	for _, im := range images {
 		img, err := im.build()
@@ -78,17 +164,7 @@ func (n *Node) ImportImages(ctx context.Context, images ...Image) error {
 		}
 		refs[ref] = img
 	}
-	archive := n.path(fmt.Sprintf("images-%d.tar", time.Now().UnixNano()))
-	defer os.Remove(archive)
-	if err := tarball.MultiRefWriteToFile(archive, refs); err != nil {
-		return err
-	}
-	if err := n.ctr(ctx, "images", "import", "--local", archive); err != nil {
-		return err
-	}
-	n.pauseImported.Store(true)
-	n.logf("kubetest: %d images imported into the node in %s", len(refs), time.Since(begin).Round(time.Millisecond))
-	return nil
+	return tarball.MultiRefWriteToFile(path, refs)
 }
 
 // build makes the image: one layer on scratch, for linux on this machine's architecture.
@@ -163,8 +239,7 @@ func (im Image) layer() (v1.Layer, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	data := buf.Bytes()
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(data)), nil
-	})
+	// Uncompressed, as `docker save` writes layers: containerd imports them as they are, and
+	// nothing is spent on gzip.
+	return static.NewLayer(buf.Bytes(), types.DockerUncompressedLayer), nil
 }

@@ -39,9 +39,11 @@ type nodePlan struct {
 	// each, in the node's mount namespace only, so the kubelet finds them set and the machine's
 	// stay as they are.
 	Sysctls map[string]string
-	Dir     string   // the node's directory: the sysctl files go there
-	Tmpfs   []string // directories given an empty tmpfs in the node's mount namespace
-	Procs   []nodeProc
+	Dir     string // the node's directory: the sysctl files go there; removed when the node stops
+	// CgroupRoot is the kubelet's cgroup root, removed in every hierarchy when the node stops.
+	CgroupRoot string
+	Tmpfs      []string // directories given an empty tmpfs in the node's mount namespace
+	Procs      []nodeProc
 }
 
 // nodeProc is one program of the node.
@@ -62,13 +64,19 @@ const (
 	initStopTimeout  = 10 * time.Second
 )
 
+// lockFD is the descriptor of the node directory's lock, which StartNode passes to the init
+// (exec.Cmd's first ExtraFiles): held while the init runs, it tells a sweep that the node lives.
+const lockFD = 3
+
 // runNodeInit is the node's init: PID 1 of its PID namespace, in new mount, network, UTS and IPC
 // namespaces (StartNode's clone flags). It prepares the namespaces, starts the programs in
 // order, says "started" on stdout, then reaps every process of the namespace until SIGTERM or
-// until stdin closes (the test process died): it then stops the programs in reverse order and
-// kills whatever is left. When it exits, the kernel kills what remains of the PID namespace, and
-// every mount made here dies with the mount namespace.
+// until stdin closes (the test process died): it then stops the programs in reverse order, kills
+// whatever is left, and once the namespace is empty removes the node's cgroup root and directory,
+// so that a test process killed without a chance to call Stop leaves nothing either. When it
+// exits, every mount made here dies with the mount namespace.
 func runNodeInit(planPath string) int {
+	syscall.CloseOnExec(lockFD) // held by the init alone, not by the programs it starts
 	out := bufio.NewWriter(os.Stdout)
 	say := func(format string, a ...any) {
 		fmt.Fprintf(out, format+"\n", a...)
@@ -87,9 +95,13 @@ func runNodeInit(planPath string) int {
 		return 1
 	}
 
-	// Signals first, so that a SIGTERM during start-up is not lost.
+	// Signals first, so that a SIGTERM during start-up is not lost. Once the test process has
+	// died, a line on stdout finds no reader: the write's SIGPIPE, caught (not ignored, which
+	// the programs would inherit), leaves it an error instead of killing the init before it
+	// removed the node.
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	stdinClosed := make(chan struct{})
 	go func() {
 		_, _ = bufio.NewReader(os.Stdin).ReadString(0)
@@ -117,7 +129,7 @@ func runNodeInit(planPath string) int {
 		}
 	}
 	say("started")
-	for {
+	for stop := false; !stop; {
 		select {
 		case e := <-exited:
 			if name, ok := running[e.pid]; ok {
@@ -125,13 +137,45 @@ func runNodeInit(planPath string) int {
 				say("exited %s %s", name, waitStatus(e.status))
 			}
 		case <-term:
-			stopAll(order, running, exited)
-			return 0
+			stop = true
 		case <-stdinClosed:
-			stopAll(order, running, exited)
-			return 0
+			stop = true
 		}
 	}
+	say("stopping") // to nobody when the test process died: the write must not kill the init
+	stopAll(order, running, exited)
+	if err := removeWhenAlone(plan); err != nil {
+		say("error removing the node: %v", err)
+		return 1
+	}
+	return 0
+}
+
+// removeWhenAlone waits until the init is the last process of its PID namespace (stopAll has
+// killed the others; reapAll reaps them), then removes the node's cgroup root, whatever is
+// mounted under its directory, and the directory.
+func removeWhenAlone(plan nodePlan) error {
+	deadline := time.Now().Add(initStopTimeout)
+	for {
+		procs, err := os.ReadDir("/proc") // the namespace's own /proc, mounted by setUpNamespaces
+		if err != nil {
+			return err
+		}
+		others := 0
+		for _, p := range procs {
+			if p.Name() != "1" && strings.Trim(p.Name(), "0123456789") == "" {
+				others++
+			}
+		}
+		if others == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d processes left %s after SIGKILL", others, initStopTimeout)
+		}
+		time.Sleep(10 * time.Millisecond) // polling /proc for the last exit, bounded by the deadline
+	}
+	return removeNodeLeftovers(plan.Dir, plan.CgroupRoot)
 }
 
 // setUpNamespaces makes the node's mounts private to it, gives it its own /proc, the kubelet's

@@ -11,4 +11,9 @@
 //
 // The node's binaries are built by .ci/build-kube.sh; without them, or without root, the tests
 // skip with one line saying why (they fail instead with SIDESYNC_NODE_REQUIRED=1, as in CI).
+//
+// The tests wait on the node far more than they compute, so TestMain runs 8 at once unless
+// -test.parallel is given, builds the binaries while the node starts, imports every image and
+// installs sidesync's policy once before the tests, and the tests wait on the API server's
+// watches rather than polling it (docs/NODE.md, "Timings").
 package nodejobs

@@ -29,6 +29,7 @@ var meshAnnotations = map[string]string{
 // catalog's name and marks, the emulator of its endpoints), sidesync finds it through the
 // downward API, waits for it where it can be waited for, and tells it to quit by its protocol.
 func TestMeshes(t *testing.T) {
+	t.Parallel()
 	n := testNode(t)
 	injector(t, n)
 	plain := exampleStream(t, "osm", "plain")

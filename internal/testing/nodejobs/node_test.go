@@ -5,6 +5,7 @@ package nodejobs
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -32,7 +33,7 @@ var (
 	node    *kubetest.Node
 	noNode  string // the machine cannot run a node: skip (fail with SIDESYNC_NODE_REQUIRED)
 	nodeErr error  // it could, and failed: every test fails with it
-	bins    string // the static binaries: sidesync, sidesync-emulator, kubectl-sidesync, app
+	bins    string // the static binaries (buildImages), in the node's directory
 )
 
 // exampleVersion is the release the examples in deploy/examples name (their image's tag).
@@ -46,22 +47,51 @@ func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
 
+// parallel is how many tests run at once unless -test.parallel says otherwise. The tests wait on
+// the node far more than they compute (a sidecar's readiness, the kubelet's relists, the Job
+// controller, a CronJob's minute, a hang watched for 10 s): go test's default, GOMAXPROCS (2 in
+// CI), would run them almost one after the other. Not many more, though: the run is bound by
+// the node's 2 cores, and crowding them only stretches each test. At 64 at once Jobs were still
+// starting after 4 minutes; at 16, sidesync's own bounds tripped in pods under load (its API
+// detection's request, a Tekton step's quit racing the other's).
+const parallel = 8
+
 func runMain(m *testing.M) int {
 	if noNode = kubetest.NodeUnavailable(); noNode != "" {
 		return m.Run()
 	}
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallel))
+	}
 	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
-	n, err := kubetest.StartNode(logf)
+	var images []kubetest.Image
+	n, err := kubetest.StartNodeWith(kubetest.NodeOptions{Logf: logf, Prepare: func(ctx context.Context, dir string) error {
+		bins = dir
+		var err error
+		images, err = buildImages(ctx, dir)
+		return err
+	}})
 	if err != nil {
 		nodeErr = err
 		return m.Run()
 	}
 	node = n
-	dir, err := os.MkdirTemp("", "nodejobs-")
+	// t.TempDir and every temporary file of the tests and their commands go with the node, also
+	// when go test kills this process.
+	tmp := filepath.Join(n.Dir(), "prepared", "tmp")
+	if err = os.Mkdir(tmp, 0o755); err == nil {
+		err = os.Setenv("TMPDIR", tmp)
+	}
 	if err == nil {
-		defer os.RemoveAll(dir)
-		bins = dir
-		err = setUp(dir)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		policy := make(chan error, 1)
+		go func() { policy <- installPolicy(ctx, n) }()
+		err = n.ImportImages(ctx, images...)
+		policyErr = <-policy
+		cancel()
 	}
 	if err != nil {
 		nodeErr = err
@@ -72,6 +102,42 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	return code
+}
+
+// buildImages builds the binaries into dir, while the node starts, and returns the images every
+// test uses: sidesync's release image as the examples name it, the sidecars' images, the
+// examples' apps, and the images of the tests' own (Tekton's nop, sidesync baked in, the
+// injector's and the rescuer's, for their charts).
+func buildImages(ctx context.Context, dir string) ([]kubetest.Image, error) {
+	if err := kubetest.BuildStatic(ctx, dir, "github.com/sidesync/sidesync/cmd/sidesync"); err != nil {
+		return nil, err
+	}
+	// The release image (gzip under -race: seconds) while the rest builds.
+	release := make(chan error, 1)
+	var releaseImage v1.Image
+	go func() {
+		bin, err := os.ReadFile(filepath.Join(dir, "sidesync"))
+		if err == nil {
+			releaseImage, err = image.NewImage(bin, v1.Platform{OS: "linux", Architecture: runtime.GOARCH}, nil)
+		}
+		release <- err
+	}()
+	err := kubetest.BuildStatic(ctx, dir,
+		"github.com/sidesync/sidesync/cmd/sidesync-emulator",
+		"github.com/sidesync/sidesync/cmd/kubectl-sidesync",
+		"github.com/sidesync/sidesync/cmd/sidesync-injector",
+		"github.com/sidesync/sidesync/cmd/sidesync-rescuer",
+		"github.com/sidesync/sidesync/internal/testing/nodejobs/app")
+	if rerr := <-release; err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	images := []kubetest.Image{{Ref: sidesyncImage, Raw: releaseImage}}
+	images = append(images, sidecarImages(dir)...)
+	images = append(images, appImages(dir)...)
+	return append(images, nopImage(dir), bakedImageOf(dir), injectorImageOf(dir), rescuerImageOf(dir)), nil
 }
 
 // testNode returns the shared node, or skips or fails the test or benchmark.
@@ -91,32 +157,6 @@ func testNode(t testing.TB) *kubetest.Node {
 		}
 	})
 	return node
-}
-
-// setUp builds the binaries and imports the images every test uses: sidesync's release image
-// as the examples name it, the sidecars' images and the examples' apps.
-func setUp(dir string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	if err := kubetest.BuildStatic(ctx, dir,
-		"github.com/sidesync/sidesync/cmd/sidesync",
-		"github.com/sidesync/sidesync/cmd/sidesync-emulator",
-		"github.com/sidesync/sidesync/cmd/kubectl-sidesync",
-		"github.com/sidesync/sidesync/internal/testing/nodejobs/app"); err != nil {
-		return err
-	}
-	bin, err := os.ReadFile(filepath.Join(dir, "sidesync"))
-	if err != nil {
-		return err
-	}
-	release, err := image.NewImage(bin, v1.Platform{OS: "linux", Architecture: runtime.GOARCH}, nil)
-	if err != nil {
-		return err
-	}
-	images := []kubetest.Image{{Ref: sidesyncImage, Raw: release}}
-	images = append(images, sidecarImages(dir)...)
-	images = append(images, appImages(dir)...)
-	return node.ImportImages(ctx, images...)
 }
 
 // importOnce is one image's import into the node: done once per process.
@@ -297,23 +337,32 @@ func waitJob(t testing.TB, n *kubetest.Node, ns, name, want string, begin time.T
 func jobPods(t testing.TB, n *kubetest.Node, ns, job string) []pod {
 	t.Helper()
 	var list struct{ Items []pod }
-	n.Do(t, http.MethodGet, "/api/v1/namespaces/"+ns+"/pods?labelSelector="+url.QueryEscape("batch.kubernetes.io/job-name="+job), nil, &list)
+	n.Do(t, http.MethodGet, "/api/v1/namespaces/"+ns+"/pods?"+jobPodsQuery(job).Encode(), nil, &list)
 	return list.Items
+}
+
+// jobPodsQuery selects a Job's pods.
+func jobPodsQuery(job string) url.Values {
+	return url.Values{"labelSelector": {"batch.kubernetes.io/job-name=" + job}}
 }
 
 // waitJobPod returns the name of the Job's pod once it has one.
 func waitJobPod(t testing.TB, n *kubetest.Node, ns, job string) string {
 	t.Helper()
-	deadline := time.Now().Add(jobTimeout)
-	for {
-		if pods := jobPods(t, n, ns, job); len(pods) > 0 {
-			return pods[0].Metadata.Name
+	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	defer cancel()
+	var name string
+	err := n.WaitList(ctx, "/api/v1/namespaces/"+ns+"/pods", jobPodsQuery(job), func(items []json.RawMessage) bool {
+		var p pod
+		if len(items) > 0 && json.Unmarshal(items[0], &p) == nil {
+			name = p.Metadata.Name
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no pod for Job %s after %s", job, jobTimeout)
-		}
-		time.Sleep(200 * time.Millisecond) // polling the API, bounded by the deadline
+		return name != ""
+	})
+	if err != nil {
+		t.Fatalf("no pod for Job %s after %s: %v", job, jobTimeout, err)
 	}
+	return name
 }
 
 // getPod returns a Pod.
@@ -326,21 +375,22 @@ func getPod(t testing.TB, n *kubetest.Node, ns, name string) pod {
 	return p
 }
 
-// pollPod polls the Pod until cond holds (true) or timeout has passed (false, with the last
-// state read).
+// pollPod waits on the API server's events until cond holds for the Pod (true) or timeout has
+// passed (false, with the last state seen).
 func pollPod(t testing.TB, n *kubetest.Node, ns, name string, timeout time.Duration, cond func(pod) bool) (pod, bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last pod
+	err := n.WaitList(ctx, "/api/v1/namespaces/"+ns+"/pods", kubetest.NameIs(name), func(items []json.RawMessage) bool {
 		var p pod
-		if n.Do(t, http.MethodGet, "/api/v1/namespaces/"+ns+"/pods/"+name, nil, &p) == http.StatusOK && cond(p) {
-			return p, true
+		if len(items) != 1 || json.Unmarshal(items[0], &p) != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			return p, false
-		}
-		time.Sleep(200 * time.Millisecond) // polling the API for a state, bounded by the deadline
-	}
+		last = p
+		return cond(p)
+	})
+	return last, err == nil
 }
 
 // waitPod waits until cond holds for the Pod, or fails the test after timeout.

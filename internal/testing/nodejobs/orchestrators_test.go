@@ -47,12 +47,10 @@ const plainWatch = 10 * time.Second
 // sidecar's image to stop it (tektoncd/pipeline pkg/pod/status.go, StopSidecars): it exits 0.
 const tektonNopImage = "ghcr.io/tektoncd/pipeline/nop:v1.3.0"
 
-// nopImage imports the nop image into the node, once: the app stand-in with no environment
-// starts and exits 0.
-func nopImage(t *testing.T, n *kubetest.Node) {
-	t.Helper()
-	importImage(t, n, kubetest.Image{Ref: tektonNopImage,
-		Files: map[string]string{"/ko-app/nop": filepath.Join(bins, "app")}, Entrypoint: []string{"/ko-app/nop"}})
+// nopImage is the nop image, the app stand-in in dir with no environment: it starts and exits 0.
+func nopImage(dir string) kubetest.Image {
+	return kubetest.Image{Ref: tektonNopImage,
+		Files: map[string]string{"/ko-app/nop": filepath.Join(dir, "app")}, Entrypoint: []string{"/ko-app/nop"}}
 }
 
 // awaitPod waits until cond holds for the pod, as waitPod does, but logs every container's log
@@ -191,16 +189,11 @@ func emulatorQuit(t *testing.T, container, log string, requests int) time.Time {
 // watched for a bounded while.
 func hangs(t *testing.T, n *kubetest.Node, ns, name, sidecar string) pod {
 	t.Helper()
-	deadline := time.Now().Add(plainWatch)
-	var p pod
-	for time.Now().Before(deadline) {
-		p = getPod(t, n, ns, name)
-		if finished(p) {
-			dumpPod(t, n, ns, name)
-			t.Fatalf("pod %s without sidesync: %s, want it to hang: %s", name, p.Status.Phase, describe(p))
-		}
-		time.Sleep(200 * time.Millisecond) // polling the API over the bounded watch
+	if p, done := pollPod(t, n, ns, name, plainWatch, finished); done {
+		dumpPod(t, n, ns, name)
+		t.Fatalf("pod %s without sidesync: %s, want it to hang: %s", name, p.Status.Phase, describe(p))
 	}
+	p := getPod(t, n, ns, name)
 	if !running(p, sidecar) || p.Status.Phase != "Running" {
 		dumpPod(t, n, ns, name)
 		t.Fatalf("pod %s without sidesync: want Running with %s running: %s", name, sidecar, describe(p))
@@ -218,6 +211,7 @@ func hangs(t *testing.T, n *kubetest.Node, ns, name, sidecar string) pod {
 // alone (wait's uploads, after main ended, all got 2xx); wait's wrapper, the last to end, tells
 // it to quit, once. The plain pod, without sidesync, never completes.
 func TestArgo(t *testing.T) {
+	t.Parallel()
 	n := testNode(t)
 	injector(t, n)
 	for _, delivery := range []string{"init-copy", "image-volume"} {
@@ -313,7 +307,6 @@ func runArgo(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 func TestTekton(t *testing.T) {
 	n := testNode(t)
 	injector(t, n)
-	nopImage(t, n)
 	t.Parallel()
 	for _, delivery := range []string{"init-copy", "image-volume"} {
 		t.Run(delivery, func(t *testing.T) {
@@ -450,6 +443,11 @@ func runTekton(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 		held := strings.Contains(logs[c], logPeersHeld)
 		if quit := slices.Contains(quitters, c); quit == held {
 			t.Errorf("%s: told %s to quit: %v, and held back for a step still running: %v; want one or the other", c, proxy, quit, held)
+		}
+	}
+	if t.Failed() {
+		for _, c := range steps {
+			t.Logf("log of %s:\n%s", c, logs[c])
 		}
 	}
 	emulatorQuit(t, proxy, terminated(t, n, ns, p, proxy, 0), len(quitters))

@@ -220,10 +220,10 @@ func TestRealIstioJob(t *testing.T) {
 // bakedImage is an image with sidesync baked in (docs/IMAGE.md): /sidesync and the app.
 const bakedImage = "sidesync.invalid/baked-job:1"
 
-func importBaked(t *testing.T, n *kubetest.Node) {
-	t.Helper()
-	importImage(t, n, kubetest.Image{Ref: bakedImage,
-		Files: map[string]string{"/sidesync": filepath.Join(bins, "sidesync"), "/app": filepath.Join(bins, "app")}})
+// bakedImageOf is bakedImage, of the binaries in dir.
+func bakedImageOf(dir string) kubetest.Image {
+	return kubetest.Image{Ref: bakedImage,
+		Files: map[string]string{"/sidesync": filepath.Join(dir, "sidesync"), "/app": filepath.Join(dir, "app")}}
 }
 
 // rbacAccount is the ServiceAccount deploy/examples/rbac.yaml creates.
@@ -337,7 +337,6 @@ func TestDetectThroughAPI(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
 	injector(t, n)
-	importBaked(t, n)
 	istio := map[string]any{"labels": map[string]any{"sidecar.istio.io/inject": "true"}}
 	osm := map[string]any{"annotations": map[string]any{"openservicemesh.io/sidecar-injection": "enabled"}}
 	for _, c := range []apiDetectCase{

@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -63,14 +64,7 @@ func sidesyncChart(t testing.TB, n *kubetest.Node) {
 }
 
 func installChart(t testing.TB, n *kubetest.Node) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	begin := time.Now()
-	if err := kubetest.BuildStatic(ctx, bins, "github.com/sidesync/sidesync/cmd/sidesync-injector"); err != nil {
-		return err
-	}
-	importImage(t, n, kubetest.Image{Ref: injectorImage, Files: map[string]string{"/sidesync-injector": filepath.Join(bins, "sidesync-injector")},
-		Entrypoint: []string{"/sidesync-injector"}, User: "65532"})
 	// The namespace as a user makes it, enforcing Pod Security "restricted", which the chart's
 	// pods meet.
 	n.CreateNamespaceLabelled(t, injectorNamespace, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
@@ -96,24 +90,26 @@ func installChart(t testing.TB, n *kubetest.Node) error {
 	if err := deploymentReady(t, n, injectorNamespace, "sidesync-injector", 2); err != nil {
 		return err
 	}
-	t.Logf("the chart installed, both injector pods ready, %s after the build began", time.Since(begin).Round(100*time.Millisecond))
+	t.Logf("the chart installed, both injector pods ready, %s after the first object was created", time.Since(begin).Round(100*time.Millisecond))
 	return nil
 }
 
 // deploymentReady waits, up to 5 minutes, until a chart's Deployment has want ready pods.
 func deploymentReady(t testing.TB, n *kubetest.Node, ns, name string, want int) error {
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ready := 0
+	err := n.WaitList(ctx, "/apis/apps/v1/namespaces/"+ns+"/deployments", kubetest.NameIs(name), func(items []json.RawMessage) bool {
 		var d struct{ Status struct{ ReadyReplicas int } }
-		n.Do(t, http.MethodGet, "/apis/apps/v1/namespaces/"+ns+"/deployments/"+name, nil, &d)
-		if d.Status.ReadyReplicas == want {
-			return nil
+		if len(items) == 1 && json.Unmarshal(items[0], &d) == nil {
+			ready = d.Status.ReadyReplicas
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the Deployment %s has %d ready pods of %d after 5 minutes", name, d.Status.ReadyReplicas, want)
-		}
-		time.Sleep(time.Second) // polling the Deployment, bounded by deadline
+		return ready == want
+	})
+	if err != nil {
+		return fmt.Errorf("the Deployment %s has %d ready pods of %d after 5 minutes: %w", name, ready, want, err)
 	}
+	return nil
 }
 
 // collectionPath is where the API server takes a chart's object, released in namespace.
@@ -128,6 +124,12 @@ func collectionPath(t testing.TB, o map[string]any, namespace string) string {
 
 // injectorImage is the injector's image as the chart names it by default (its appVersion).
 var injectorImage = "ghcr.io/sidesync/sidesync-injector:" + exampleVersion
+
+// injectorImageOf is the injector's image, of the binary in dir (built by TestMain).
+func injectorImageOf(dir string) kubetest.Image {
+	return kubetest.Image{Ref: injectorImage, Files: map[string]string{"/sidesync-injector": filepath.Join(dir, "sidesync-injector")},
+		Entrypoint: []string{"/sidesync-injector"}, User: "65532"}
+}
 
 // onlyModeIn adds admissionLabel=mode to the namespace selectors of a webhook configuration or
 // a policy binding.
@@ -203,35 +205,54 @@ func onlyMode(sel *metav1.LabelSelector, mode string) {
 	sel.MatchLabels[admissionLabel] = mode
 }
 
-var sidesyncPolicyOnce struct {
-	sync.Once
-	err error
+// policyErr is the outcome of installPolicy, which TestMain runs before the tests start.
+var policyErr error
+
+// installPolicy installs the MutatingAdmissionPolicy of `kubectl sidesync policy`. TestMain does,
+// while the images are imported: the API server type-checks a policy's CEL when it is created,
+// and once every test had started, the creation outlasted its 30 s request deadline (504). A
+// POST that timed out may still have been done: a 409 then is the policy there.
+func installPolicy(ctx context.Context, n *kubetest.Node) error {
+	policies, bindings, err := admission.Policy(admission.PolicyOptions{Version: exampleVersion, Image: sidesyncImage, Namespace: "sidesync-system"})
+	if err != nil {
+		return err
+	}
+	var objs []any
+	paths := map[int]string{}
+	for _, p := range policies {
+		paths[len(objs)] = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies"
+		objs = append(objs, p)
+	}
+	for _, b := range bindings {
+		if b.Spec.MatchResources == nil || b.Spec.MatchResources.NamespaceSelector == nil {
+			return fmt.Errorf("binding %s selects no namespaces", b.Name)
+		}
+		onlyMode(b.Spec.MatchResources.NamespaceSelector, "policy")
+		paths[len(objs)] = "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings"
+		objs = append(objs, b)
+	}
+	for i, o := range objs {
+		var err error
+		for attempt := 0; attempt < 3; attempt++ {
+			err = n.Post(ctx, paths[i], o)
+			var apiErr *kubetest.APIError
+			if err == nil || (attempt > 0 && errors.As(err, &apiErr) && apiErr.Code == http.StatusConflict) {
+				err = nil
+				break
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// sidesyncPolicy installs the MutatingAdmissionPolicy of `kubectl sidesync policy`, once per
-// process.
-func sidesyncPolicy(t testing.TB, n *kubetest.Node) {
+// sidesyncPolicy fails the test if TestMain could not install sidesync's policy.
+func sidesyncPolicy(t testing.TB) {
 	t.Helper()
-	sidesyncPolicyOnce.Do(func() {
-		policies, bindings, err := admission.Policy(admission.PolicyOptions{Version: exampleVersion, Image: sidesyncImage, Namespace: "sidesync-system"})
-		if err != nil {
-			sidesyncPolicyOnce.err = err
-			return
-		}
-		for _, p := range policies {
-			n.Create(t, "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies", p)
-		}
-		for _, b := range bindings {
-			if b.Spec.MatchResources == nil || b.Spec.MatchResources.NamespaceSelector == nil {
-				sidesyncPolicyOnce.err = fmt.Errorf("binding %s selects no namespaces", b.Name)
-				return
-			}
-			onlyMode(b.Spec.MatchResources.NamespaceSelector, "policy")
-			n.Create(t, "/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings", b)
-		}
-	})
-	if sidesyncPolicyOnce.err != nil {
-		t.Fatalf("sidesync's policy: %v", sidesyncPolicyOnce.err)
+	if policyErr != nil {
+		t.Fatalf("sidesync's policy: %v", policyErr)
 	}
 }
 
@@ -250,7 +271,7 @@ func TestWebhookCronJob(t *testing.T) {
 func TestPolicyCronJob(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
-	sidesyncPolicy(t, n)
+	sidesyncPolicy(t)
 	runCronJob(t, n, "policy")
 }
 
@@ -314,33 +335,32 @@ func waitSelected(t testing.TB, n *kubetest.Node, ns string) {
 // waitCronJobJob waits for the first Job the CronJob creates and returns its name.
 func waitCronJobJob(t testing.TB, n *kubetest.Node, ns, cron string) string {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute) // the next minute, under load
-	for {
-		var list struct {
-			Items []struct {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // the next minute, under load
+	defer cancel()
+	var name string
+	err := n.WaitList(ctx, "/apis/batch/v1/namespaces/"+ns+"/jobs", nil, func(items []json.RawMessage) bool {
+		for _, item := range items {
+			var j struct {
 				Metadata struct {
 					Name            string
 					OwnerReferences []struct{ Kind, Name string }
 				}
 			}
-		}
-		var raw []byte
-		n.Do(t, "GET", "/apis/batch/v1/namespaces/"+ns+"/jobs", nil, &raw)
-		if err := json.Unmarshal(raw, &list); err != nil {
-			t.Fatal(err)
-		}
-		for _, j := range list.Items {
+			if json.Unmarshal(item, &j) != nil {
+				continue
+			}
 			for _, o := range j.Metadata.OwnerReferences {
 				if o.Kind == "CronJob" && o.Name == cron {
-					return j.Metadata.Name
+					name = j.Metadata.Name
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CronJob %s created no Job in 3 minutes", cron)
-		}
-		time.Sleep(time.Second) // polling the CronJob controller's work, bounded by deadline
+		return name != ""
+	})
+	if err != nil {
+		t.Fatalf("CronJob %s created no Job in 3 minutes: %v", cron, err)
 	}
+	return name
 }
 
 // TestChartWarnings: with the chart installed, creating a plain Job in a namespace whose mesh
