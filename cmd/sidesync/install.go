@@ -9,16 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/sidesync/sidesync/internal/shared/contract"
 )
 
 // exitCantCreate is sysexits' EX_CANTCREAT: "sidesync install" could not create the binary in
 // its directory. It is not the usage error 2, because a missing directory is a missing volume
 // in the pod, not a mistyped command line, and `kubectl describe pod` should tell them apart.
 const exitCantCreate = 73
-
-// installName is the name of the copy in DIR: the wrapped containers run it as
-// /sidesync/bin/sidesync (internal/cluster/inject: Binary, InstallDir).
-const installName = "sidesync"
 
 // installMain is "sidesync install DIR" (issue 9): the init container of the init-copy mode
 // runs it to fill the emptyDir that the wrapped containers mount. The image holds nothing but
@@ -38,14 +36,16 @@ func installMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sidesync: install: %v\n", err)
 		return exitCantCreate
 	}
-	fmt.Fprintf(stderr, "sidesync: installed %s (%.1f MB)\n", filepath.Join(dir, installName), float64(n)/1e6)
+	fmt.Fprintf(stderr, "sidesync: installed %s (%.1f MB)\n", filepath.Join(dir, contract.BinaryName), float64(n)/1e6)
 	return 0
 }
 
-// install copies the running binary to dir/sidesync, mode 0555, and returns its size. The copy
-// is written to dir/.sidesync.tmp-PID, synced, and renamed over dir/sidesync, so that a
-// container never sees half a binary, and a restarted init container replaces the copy of its
-// earlier run (rename needs write permission on dir only, not on the 0555 file it replaces).
+// install copies the running binary to dir/sidesync (contract.BinaryName: the wrapped containers
+// run it as contract.Binary, from the volume the install container mounts at
+// contract.InstallDir), mode 0555, and returns its size. The copy is written to
+// dir/.sidesync.tmp-PID, synced, and renamed over dir/sidesync, so that a container never sees
+// half a binary, and a restarted init container replaces the copy of its earlier run (rename
+// needs write permission on dir only, not on the 0555 file it replaces).
 func install(dir string) (int64, error) {
 	if err := checkInstallDir(dir); err != nil {
 		return 0, err
@@ -58,7 +58,7 @@ func install(dir string) (int64, error) {
 	tmp := filepath.Join(dir, fmt.Sprintf(".sidesync.tmp-%d", os.Getpid()))
 	n, err := writeExecutable(tmp, src)
 	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, installName))
+		err = os.Rename(tmp, filepath.Join(dir, contract.BinaryName))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -82,7 +82,7 @@ func checkInstallDir(dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)
 	}
-	target := filepath.Join(dir, installName)
+	target := filepath.Join(dir, contract.BinaryName)
 	if fi, err := os.Lstat(target); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s is a directory, not the binary: remove it, or install into another directory", target)
 	}

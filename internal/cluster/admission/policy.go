@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -174,17 +173,20 @@ type PolicyOptions struct {
 }
 
 // Policy is the webhook-less injector: a MutatingAdmissionPolicy (JSON Patch, CEL) per webhook of
-// MutatingWebhookConfiguration, selecting as it does, with its binding. For a selected pod
-// whose app containers all have a command, it makes the pod inject.Apply makes with
+// MutatingWebhookConfiguration, selecting as it does, with its binding. For a selected pod whose
+// app containers all have a command, it makes the pod inject.Apply makes with
 // inject.Options{Version, Image, Delivery}; every other pod (an app without a command, an app
 // wrapped before, names of sidesync's used by the pod, an app that sets sidesync's restart
-// variables itself, a pod whose sidecars are all native with startup probes) it leaves as it is, as Apply's all-or-none rule does for
-// pods it cannot wrap whole. The rules are rendered in CEL beside their Go, and only assembled
-// here: the sidecars are sorted and the native-only rule decided by catalog.SortCEL, the found
-// sidecars written by config.FormatSidecarCEL, the restart rules by restart.FormatRulesCEL, and
-// a container that runs sidesync already told by contract.RunsSidesyncCEL. The values (flags,
-// volumes, mounts, the install container, annotations) are read from what inject.Apply makes of
-// a probe pod, so that they cannot drift from inject's.
+// variables itself, a pod whose sidecars are all native with startup probes) it leaves as it is, as
+// Apply's all-or-none rule does for pods it cannot wrap whole. The rules are rendered in CEL beside
+// their Go, and only assembled here: the sidecars are sorted and the native-only rule decided by
+// catalog.SortCEL, the found sidecars written by config.FormatSidecarCEL, the restart rules by
+// restart.FormatRulesCEL, a container that runs sidesync already told by contract.RunsSidesyncCEL,
+// and inject's own rules by inject's CEL: its names and paths used by the pod (inject.ClashCEL), an
+// app wrapped before (inject.WrappedCEL) or without a command (inject.HasCommandCEL), its variables
+// set by an app (inject.OwnedEnvCEL). The values (flags, volumes, mounts, the install container,
+// annotations) are read from what inject.Apply makes of a probe pod, so that they cannot drift from
+// inject's.
 func Policy(o PolicyOptions) ([]*admissionregistrationv1.MutatingAdmissionPolicy, []*admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
 	spec, err := policySpec(o)
 	if err != nil {
@@ -290,8 +292,6 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	owned := celList([]string{contract.BinVolume, contract.PodInfoVolume, contract.StateVolume})
-	drop := celList([]string{contract.Env(contract.FlagPlatformCommands), contract.Env(contract.FlagRestartPolicy), contract.Env(contract.FlagRestartRules)})
 	vars := []admissionregistrationv1.Variable{ // ann and lbl: what policyPod names
 		{Name: "ann", Expression: "has(object.metadata.annotations) ? object.metadata.annotations : {}"},
 		{Name: "lbl", Expression: "has(object.metadata.labels) ? object.metadata.labels : {}"},
@@ -299,7 +299,6 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 	for _, v := range k.Variables() {
 		vars = append(vars, admissionregistrationv1.Variable{Name: v.Name, Expression: v.Expression})
 	}
-	below := q("^" + regexp.QuoteMeta(contract.Owned) + "(/|$)")
 	vars = append(vars, []admissionregistrationv1.Variable{
 		{Name: "inits", Expression: "has(object.spec.initContainers) ? object.spec.initContainers : []"},
 		{Name: "natives", Expression: "variables.inits.filter(c, " + manifest.NativeCEL("c") + ")"},
@@ -312,15 +311,13 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 			"object.spec.containers.transformList(i, c, " + foundCEL(k, "c", "variables.ent[i]", false) + ")).filter(s, s != \"\")"},
 		{Name: "found", Expression: "variables.foundAll.transformList(i, s, variables.foundAll.indexOf(s) == i, s)"},
 		{Name: "nativeOnly", Expression: k.NativeOnly("variables.natives", "variables.ent", "variables.nativeEnt")},
-		{Name: "clash", Expression: fmt.Sprintf("(has(object.spec.volumes) && object.spec.volumes.exists(v, v.name in %[1]s)) || "+
-			"variables.inits.exists(c, c.name == %[2]s || (has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in %[1]s))) || "+
-			"object.spec.containers.exists(c, c.name == %[2]s || (has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in %[1]s))) || "+
-			"object.spec.containers.transformList(i, c, variables.wrapAt[i] && has(c.volumeMounts) && c.volumeMounts.exists(m, m.mountPath.matches(%[3]s))).exists(b, b)",
-			owned, q(contract.InitContainer), below)},
-		{Name: "ok", Expression: fmt.Sprintf("size(variables.wrapped) > 0 && !variables.nativeOnly && !variables.clash && "+
-			"variables.apps.all(c, has(c.command) && size(c.command) > 0 && c.command != %s && "+
-			"(!has(c.restartPolicyRules) || %s) && "+
-			"!(has(c.env) && c.env.exists(e, e.name in %s)))", celList([]string{contract.Binary}), restart.PlainRulesCEL("c.restartPolicyRules"), drop)},
+		// clash is inject's rule over all the apps (a path below /sidesync counts in an app wrapped
+		// before too, as in Apply); ok leaves a pod with such an app alone in any case.
+		{Name: "clash", Expression: inject.ClashCEL("object.spec", "variables.apps")},
+		{Name: "ok", Expression: "size(variables.wrapped) > 0 && !variables.nativeOnly && !variables.clash && " +
+			"variables.apps.all(c, " + inject.HasCommandCEL("c") + " && !" + inject.WrappedCEL("c") + " && " +
+			"(!has(c.restartPolicyRules) || " + restart.PlainRulesCEL("c.restartPolicyRules") + ") && " +
+			"!(has(c.env) && c.env.exists(e, " + inject.OwnedEnvCEL("e") + ")))"},
 	}...)
 
 	// The API server hands the policy the pod's lists with what earlier admission plugins added

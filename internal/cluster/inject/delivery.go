@@ -16,7 +16,7 @@ func deliver(pod *manifest.PodView, o Options, peers int) error {
 	if err != nil {
 		return err
 	}
-	vols = append(withoutNamed(vols, contract.BinVolume, contract.PodInfoVolume, contract.StateVolume), binVolume(o), podInfoVolume())
+	vols = append(without(vols, ownedVolume), binVolume(o), podInfoVolume())
 	if peers > 1 {
 		vols = append(vols, stateVolume())
 	}
@@ -26,7 +26,7 @@ func deliver(pod *manifest.PodView, o Options, peers int) error {
 	if err != nil {
 		return err
 	}
-	inits = withoutNamed(inits, contract.InitContainer)
+	inits = without(inits, ownedInit)
 	if o.delivery() == InitCopy {
 		// First, before any native sidecar: the binary must be there before anything starts
 		// that a wrapped container might wait on, and it costs a few milliseconds.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-
-	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
 // The object is decoded JSON as internal/shared/jsonlite decodes it (map[string]any, []any,
@@ -51,12 +49,9 @@ func anyList(words []string) []any {
 	return l
 }
 
-// withoutNamed returns l without the objects whose "name" is one of names.
-func withoutNamed(l []any, names ...string) []any {
-	return slices.DeleteFunc(slices.Clone(l), func(e any) bool {
-		m, ok := e.(map[string]any)
-		return ok && slices.Contains(names, manifest.Str(m, "name"))
-	})
+// without returns l without the items that owned tells (ownedEnv, ownedMount, ...).
+func without(l []any, owned func(any) bool) []any {
+	return slices.DeleteFunc(slices.Clone(l), owned)
 }
 
 // compactJSON is v as JSON without HTML escaping (argv words may hold <, > and &), for values

@@ -120,23 +120,6 @@ func (ps *patcher) container(path string, before, after map[string]any) error {
 	return ps.list(path, "volumeMounts", before, after, ownedMount)
 }
 
-// ownedEnv, ownedMount, ownedVolume and ownedInit tell sidesync's items of a container's env
-// and volumeMounts, and of a pod's volumes and initContainers, by name.
-var (
-	ownedEnv    = named(contract.Env(contract.FlagRestartPolicy), contract.Env(contract.FlagRestartRules), contract.Env(contract.FlagPlatformCommands))
-	ownedMount  = named(contract.BinVolume, contract.PodInfoVolume, contract.StateVolume)
-	ownedVolume = ownedMount
-	ownedInit   = named(contract.InitContainer)
-)
-
-// named returns a test of whether an item is an object named one of names.
-func named(names ...string) func(any) bool {
-	return func(e any) bool {
-		m, ok := e.(map[string]any)
-		return ok && slices.Contains(names, manifest.Str(m, "name"))
-	}
-}
-
 // list writes the operations that turn the list holder[key] before into the one after, where
 // Apply has removed sidesync's items (owned) and put its own: the others must be the same, in
 // the same order. sidesync's items are removed by index, last first, and its new ones added at

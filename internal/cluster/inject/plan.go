@@ -82,7 +82,7 @@ func (p *plan) check(o Options) error {
 	if err := checkUniqueNames(p.pod); err != nil {
 		return err
 	}
-	if err := p.checkOwned(); err != nil {
+	if err := p.clash(); err != nil {
 		return err
 	}
 	return p.checkSelection(o.Containers)
@@ -150,7 +150,7 @@ func (p *plan) decide(c *manifest.Container, o Options, eps Entrypoints) decisio
 		return decision{c: c, act: leave, why: "runs sidesync already"}
 	case len(o.Containers) > 0 && !slices.Contains(o.Containers, c.Name):
 		return decision{c: c, act: leave, why: "not selected"}
-	case len(c.Command) > 0:
+	case hasCommand(c):
 		return decision{c: c, act: wrap, argv: Argv(c.Command, c.Args, ImageCommand{})}
 	}
 	img, ok := eps[c.Image]
@@ -269,5 +269,35 @@ func (p *plan) checkSelection(names []string) error {
 	return nil
 }
 
-// wrapped reports whether inject wrapped the container before: its command is [Binary].
+// wrapped reports whether inject wrapped the container before: its command is [Binary]. Inject
+// brings such an app up to date (refreshContainer) rather than wrap it again.
 func wrapped(c *manifest.Container) bool { return slices.Equal(c.Command, []string{contract.Binary}) }
+
+// WrappedCEL is wrapped in CEL, for the container that the CEL expression c names (as the API
+// server hands it: no command field when it has none). The admission policy, which cannot bring
+// a wrapped container up to date, leaves alone a pod with such an app.
+func WrappedCEL(c string) string {
+	return "(has(" + c + ".command) && " + c + ".command == " + celList([]string{contract.Binary}) + ")"
+}
+
+// wrappable reports whether inject keeps an app wrapped or wraps it, as far as its command tells
+// (decide): it was wrapped before, or it does not run sidesync by hand. Inject mounts its
+// volumes below contract.Owned in such a container (clashContainer).
+func wrappable(c *manifest.Container) bool { return wrapped(c) || !contract.RunsSidesync(c.Command) }
+
+// wrappableCEL is wrappable in CEL, for the container that the CEL expression c names.
+func wrappableCEL(c string) string {
+	return "(" + WrappedCEL(c) + " || !" + contract.RunsSidesyncCEL(c) + ")"
+}
+
+// hasCommand reports whether the container has a command of its own, which inject wraps as it
+// is (decide); one without runs its image's ENTRYPOINT, which inject knows only when it was
+// read from the registry (Entrypoints), and otherwise cannot wrap.
+func hasCommand(c *manifest.Container) bool { return len(c.Command) > 0 }
+
+// HasCommandCEL is hasCommand in CEL, for the container that the CEL expression c names. The
+// admission policy, which cannot read a registry, leaves alone a pod with an app without one, as
+// Apply does without Entrypoints (allOrNone).
+func HasCommandCEL(c string) string {
+	return "(has(" + c + ".command) && size(" + c + ".command) > 0)"
+}

@@ -49,7 +49,7 @@ func wrapContainer(d decision, o Options, pod *manifest.PodView, peers int) erro
 		}
 		extra = []any{envVar(contract.Env(contract.FlagPlatformCommands), j)}
 	}
-	if err := setEnv(d.c, pod, extra, contract.Env(contract.FlagPlatformCommands)); err != nil {
+	if err := setEnv(d.c, pod, extra, ownedEnv); err != nil {
 		return err
 	}
 	return mountVolumes(d.c, peers)
@@ -65,7 +65,7 @@ func refreshContainer(d decision, o Options, pod *manifest.PodView, peers int) e
 	}
 	own := flags(o, d.c.Name, peers)
 	d.c.M["args"] = anyList(slices.Concat(own, userFlags(d.c.Args[:dash]), d.c.Args[dash:]))
-	if err := setEnv(d.c, pod, nil); err != nil {
+	if err := setEnv(d.c, pod, nil, restartEnv); err != nil {
 		return err
 	}
 	return mountVolumes(d.c, peers)
@@ -87,11 +87,12 @@ func userFlags(words []string) []string {
 	return out
 }
 
-// setEnv replaces inject's variables in the container's env: first drops them (and the names in
-// drop), then appends extra and the restart variables. The user's entries keep their place.
+// setEnv replaces inject's variables in the container's env: first drops the entries drop tells
+// (ownedEnv or restartEnv), then appends extra and the restart variables. The user's entries
+// keep their place.
 // The restart settings are those restart.Effective reads from the pod, checked with the
 // wrapper's own parser, so that what inject writes is what the wrapper reads.
-func setEnv(c *manifest.Container, pod *manifest.PodView, extra []any, drop ...string) error {
+func setEnv(c *manifest.Container, pod *manifest.PodView, extra []any, drop func(any) bool) error {
 	policy, rules := contract.Env(contract.FlagRestartPolicy), contract.Env(contract.FlagRestartRules)
 	spec, err := restart.Effective(c.RestartPolicy, pod.RestartPolicy, c.RestartPolicyRules)
 	if err != nil {
@@ -101,7 +102,7 @@ func setEnv(c *manifest.Container, pod *manifest.PodView, extra []any, drop ...s
 	if err != nil {
 		return err
 	}
-	env = append(withoutNamed(env, append(drop, policy, rules)...), extra...)
+	env = append(without(env, drop), extra...)
 	env = append(env, envVar(policy, string(spec.Policy)))
 	if spec.Rules != nil {
 		env = append(env, envVar(rules, restart.FormatRules(spec.Rules)))
@@ -131,7 +132,7 @@ func mountVolumes(c *manifest.Container, peers int) error {
 	if err != nil {
 		return err
 	}
-	mounts = append(withoutNamed(mounts, contract.BinVolume, contract.PodInfoVolume, contract.StateVolume),
+	mounts = append(without(mounts, ownedMount),
 		map[string]any{"name": contract.BinVolume, "mountPath": contract.BinDir, "readOnly": true},
 		map[string]any{"name": contract.PodInfoVolume, "mountPath": contract.PodInfoDir, "readOnly": true})
 	if peers > 1 {

@@ -395,15 +395,11 @@ func noSidecarFound(p *pod) []Finding {
 }
 
 // nativeSidecarsOnly (info): a pod whose sidecars are all native with startup probes needs
-// nothing of sidesync for its sidecars: Kubernetes orders and stops them.
+// nothing of sidesync for its sidecars: Kubernetes orders and stops them. The rule is
+// catalog.Pod.NativeOnly, the one inject and the admission policy leave such a pod unwrapped by.
 func nativeSidecarsOnly(p *pod) []Finding {
-	if len(p.sorted.Sidecars) == 0 {
+	if !p.sorted.NativeOnly() {
 		return nil
-	}
-	for _, s := range p.sorted.Sidecars {
-		if !s.Native || !s.StartupProbe {
-			return nil
-		}
 	}
 	return []Finding{{Severity: Info, Rule: RuleNativeWithProbes,
 		Message: "every sidecar is native with a startup probe: Kubernetes already orders and stops them; sidesync is not needed for them"}}

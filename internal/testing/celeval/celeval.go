@@ -1,9 +1,10 @@
-// Package celeval evaluates CEL as the Kubernetes API server does, for the tests that check the
-// CEL of the admission policies against the Go it renders (internal/shared/catalog,
-// internal/shared/restart): the API server's own environment (k8s.io/apiserver/pkg/cel/environment,
-// the version of cel-go it runs and the Kubernetes library functions the policies call, such as
-// find() and a list's indexOf()), so that a function the API server lacks fails to compile here
-// too. Tests only: production code writes CEL and never runs it, and this environment is heavy.
+// Package celeval evaluates CEL as the Kubernetes API server does, for the tests that check the CEL
+// of the admission policies against the Go it renders (internal/shared/catalog,
+// internal/shared/restart, internal/cluster/inject): the API server's own environment
+// (k8s.io/apiserver/pkg/cel/environment, the version of cel-go it runs and the Kubernetes library
+// functions the policies call, such as find() and a list's indexOf()), so that a function the API
+// server lacks fails to compile here too. Tests only: production code writes CEL and never runs it,
+// and this environment is heavy.
 package celeval
 
 import (
