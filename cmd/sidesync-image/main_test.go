@@ -21,6 +21,7 @@ import (
 
 	"github.com/sidesync/sidesync/internal/cluster/image"
 	"github.com/sidesync/sidesync/internal/testing/imagetest"
+	"github.com/sidesync/sidesync/internal/testing/releasetest"
 )
 
 // The version and commit the test's binaries are stamped with.
@@ -50,9 +51,9 @@ func TestPush(t *testing.T) {
 // this machine, taken from its layer, runs and prints the version it was stamped with; and
 // building it again gives the same digest. sidesync-image runs as its own process: the release
 // build's when the dist has it, else one built here without -race, which would make compressing
-// the layers ten times slower. The default run skips it (releaseDist).
+// the layers ten times slower. The default run skips it (releasetest.Dist).
 func TestReleaseImage(t *testing.T) {
-	dist := releaseDist(t, []string{"sidesync"}, []string{"linux/amd64", "linux/arm64"}, "VERSION="+testVersion, "COMMIT="+testCommit)
+	dist := releasetest.Dist(t, []string{"sidesync"}, []string{"linux/amd64", "linux/arm64"}, "VERSION="+testVersion, "COMMIT="+testCommit)
 	native := slices.IndexFunc(platforms, func(p v1.Platform) bool { return p.Architecture == runtime.GOARCH })
 	if native < 0 {
 		t.Skipf("runs the image's binary, so it needs a linux/amd64 or linux/arm64 machine, not %s", runtime.GOARCH)
@@ -63,46 +64,6 @@ func TestReleaseImage(t *testing.T) {
 		return mustRun(t, cli, args...)
 	})
 	runVersion(t, bins[native], version, commit)
-}
-
-// The release tests need release binaries, which take minutes to build from a cold cache
-// (every program's dependencies again, static and trimmed, once per platform): the default run
-// skips them. CI builds the binaries once and hands them over in SIDESYNC_RELEASE_DIST;
-// SIDESYNC_RELEASE_REQUIRED=1 (anything but "" or "0") alone builds what the test needs.
-const (
-	envReleaseDist     = "SIDESYNC_RELEASE_DIST"
-	envReleaseRequired = "SIDESYNC_RELEASE_REQUIRED"
-)
-
-// releaseDist returns a directory that holds the release binary of each program for each
-// platform (PROGRAM-OS-ARCH, as scripts/release.sh names them): SIDESYNC_RELEASE_DIST, which
-// must hold them all; or, with SIDESYNC_RELEASE_REQUIRED set, a temporary directory that
-// scripts/release.sh builds them into, with env added to its environment; or it skips the test
-// with one line that says how to run it.
-func releaseDist(t *testing.T, programs, platforms []string, env ...string) string {
-	t.Helper()
-	if dir := os.Getenv(envReleaseDist); dir != "" {
-		for _, p := range platforms {
-			for _, prog := range programs {
-				if _, err := os.Stat(filepath.Join(dir, prog+"-"+strings.ReplaceAll(p, "/", "-"))); err != nil {
-					t.Fatalf("%s: %v: build it with `PROGRAMS=%q PLATFORMS=%q scripts/release.sh %s`", envReleaseDist, err,
-						strings.Join(programs, " "), strings.Join(platforms, " "), dir)
-				}
-			}
-		}
-		return dir
-	}
-	if r := os.Getenv(envReleaseRequired); r == "" || r == "0" {
-		t.Skipf("builds release binaries (minutes from a cold cache): set %s=1 to run it (CI does, with %s)", envReleaseRequired, envReleaseDist)
-	}
-	dir := t.TempDir()
-	build := exec.Command("bash", "../../scripts/release.sh", dir)
-	build.Env = append(os.Environ(), "PROGRAMS="+strings.Join(programs, " "), "PLATFORMS="+strings.Join(platforms, " "))
-	build.Env = append(build.Env, env...)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/release.sh: %v\n%s", err, out)
-	}
-	return dir
 }
 
 // pushAndCheck runs sidesync-image with runImage on the binaries in dist: the index it writes as

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sidesync/sidesync/internal/testing/releasetest"
 )
 
 // TestArticleContract runs the article's deployment unchanged: PROXY=true, proxyEndpoint with
@@ -154,13 +155,13 @@ func TestBinaryDependencies(t *testing.T) {
 
 // TestReleaseVersion checks that sidesync built as a release is built (scripts/release.sh, which
 // .ci/run builds once and hands over in SIDESYNC_RELEASE_DIST) says in "version" the version and
-// the commit of this checkout. The default run skips it (releaseDist).
+// the commit of this checkout. The default run skips it (releasetest.Dist).
 func TestReleaseVersion(t *testing.T) {
 	head, err := exec.Command("git", "-c", "safe.directory=*", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skip("needs a git checkout, to compare the stamped commit with HEAD:", strings.TrimSpace(err.Error()))
 	}
-	dist := releaseDist(t, []string{"sidesync"}, []string{"linux/" + runtime.GOARCH}, "VERSION=", "COMMIT=")
+	dist := releasetest.Dist(t, []string{"sidesync"}, []string{"linux/" + runtime.GOARCH}, "VERSION=", "COMMIT=")
 	got, err := exec.Command(filepath.Join(dist, "sidesync-linux-"+runtime.GOARCH), "version").Output()
 	if err != nil {
 		t.Fatalf("version: %v", err)
@@ -169,46 +170,6 @@ func TestReleaseVersion(t *testing.T) {
 	if !strings.HasPrefix(string(got), "sidesync v") || !strings.Contains(string(got), "(commit "+commit) {
 		t.Errorf("version printed %q, want a version and commit %s", got, commit)
 	}
-}
-
-// The release tests need release binaries, which take minutes to build from a cold cache
-// (every program's dependencies again, static and trimmed, once per platform): the default run
-// skips them. CI builds the binaries once and hands them over in SIDESYNC_RELEASE_DIST;
-// SIDESYNC_RELEASE_REQUIRED=1 (anything but "" or "0") alone builds what the test needs.
-const (
-	envReleaseDist     = "SIDESYNC_RELEASE_DIST"
-	envReleaseRequired = "SIDESYNC_RELEASE_REQUIRED"
-)
-
-// releaseDist returns a directory that holds the release binary of each program for each
-// platform (PROGRAM-OS-ARCH, as scripts/release.sh names them): SIDESYNC_RELEASE_DIST, which
-// must hold them all; or, with SIDESYNC_RELEASE_REQUIRED set, a temporary directory that
-// scripts/release.sh builds them into, with env added to its environment; or it skips the test
-// with one line that says how to run it.
-func releaseDist(t *testing.T, programs, platforms []string, env ...string) string {
-	t.Helper()
-	if dir := os.Getenv(envReleaseDist); dir != "" {
-		for _, p := range platforms {
-			for _, prog := range programs {
-				if _, err := os.Stat(filepath.Join(dir, prog+"-"+strings.ReplaceAll(p, "/", "-"))); err != nil {
-					t.Fatalf("%s: %v: build it with `PROGRAMS=%q PLATFORMS=%q scripts/release.sh %s`", envReleaseDist, err,
-						strings.Join(programs, " "), strings.Join(platforms, " "), dir)
-				}
-			}
-		}
-		return dir
-	}
-	if r := os.Getenv(envReleaseRequired); r == "" || r == "0" {
-		t.Skipf("builds release binaries (minutes from a cold cache): set %s=1 to run it (CI does, with %s)", envReleaseRequired, envReleaseDist)
-	}
-	dir := t.TempDir()
-	build := exec.Command("bash", "../../scripts/release.sh", dir)
-	build.Env = append(os.Environ(), "PROGRAMS="+strings.Join(programs, " "), "PLATFORMS="+strings.Join(platforms, " "))
-	build.Env = append(build.Env, env...)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/release.sh: %v\n%s", err, out)
-	}
-	return dir
 }
 
 // TestContractPrecedence (issue 7, fault 5): one order for waiting and quitting alike: a sidecar

@@ -22,17 +22,11 @@ import (
 // and lbl (policySpec), the pod's annotations and labels or {}.
 var policyPod = catalog.CELPod{Annotations: "variables.ann", Labels: "variables.lbl"}
 
-// q is s as a CEL string literal (Go's double-quoted escapes are CEL's).
-func q(s string) string { return strconv.Quote(s) }
-
-// celList is words as a CEL list of strings.
-func celList(words []string) string {
-	var qs []string
-	for _, w := range words {
-		qs = append(qs, q(w))
-	}
-	return "[" + strings.Join(qs, ", ") + "]"
-}
+// q and celList write CEL constants: the catalog's, the one way every rendering writes them.
+var (
+	q       = catalog.CELString
+	celList = catalog.CELList
+)
 
 // or and and join CEL conditions; none is false for or and true for and.
 func or(conds []string) string {

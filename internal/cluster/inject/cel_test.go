@@ -320,10 +320,10 @@ func TestCELOwn(t *testing.T) {
 // clause of ClashCEL forgotten, a near miss in each of the others.
 var brokenCEL = map[string]renderings{
 	"clash forgets a volume name": {clash: func(spec, apps string) string {
-		return strings.ReplaceAll(ClashCEL(spec, apps), celQuote(contract.StateVolume), celQuote("not-"+contract.StateVolume))
+		return strings.ReplaceAll(ClashCEL(spec, apps), catalog.CELString(contract.StateVolume), catalog.CELString("not-"+contract.StateVolume))
 	}},
 	"clash forgets the install container": {clash: func(spec, apps string) string {
-		return strings.ReplaceAll(ClashCEL(spec, apps), "c.name == "+celQuote(contract.InitContainer), "false")
+		return strings.ReplaceAll(ClashCEL(spec, apps), "c.name == "+catalog.CELString(contract.InitContainer), "false")
 	}},
 	"clash forgets mounts of its volumes": {clash: func(spec, apps string) string {
 		return strings.ReplaceAll(ClashCEL(spec, apps), "c.volumeMounts.exists(m, m.name in", "c.volumeMounts.exists(m, false && m.name in")
@@ -342,16 +342,16 @@ var brokenCEL = map[string]renderings{
 	}},
 	"wrapped takes any command that runs sidesync": {wrapped: func(c string) string { return contract.RunsSidesyncCEL(c) }},
 	"wrapped takes the binary first": {wrapped: func(c string) string {
-		return "(has(" + c + ".command) && size(" + c + ".command) > 0 && " + c + ".command[0] == " + celQuote(contract.Binary) + ")"
+		return "(has(" + c + ".command) && size(" + c + ".command) > 0 && " + c + ".command[0] == " + catalog.CELString(contract.Binary) + ")"
 	}},
 	"wrappable ignores wrapped":         {wrappable: func(c string) string { return "!" + contract.RunsSidesyncCEL(c) }},
 	"hasCommand takes an empty command": {hasCommand: func(c string) string { return "has(" + c + ".command)" }},
 	"ownedEnv forgets the platform commands": {ownedEnv: func(e string) string {
-		return "(" + e + ".name in " + celList(restartEnvNames) + ")"
+		return "(" + e + ".name in " + catalog.CELList(restartEnvNames) + ")"
 	}},
 	"ownedEnv takes every SIDESYNC_ variable": {ownedEnv: func(e string) string { return e + `.name.startsWith("SIDESYNC_")` }},
-	"below takes a prefix":                    {below: func(path string) string { return path + ".startsWith(" + celQuote(contract.Owned) + ")" }},
-	"below forgets the directory itself":      {below: func(path string) string { return path + ".startsWith(" + celQuote(contract.Owned+"/") + ")" }},
+	"below takes a prefix":                    {below: func(path string) string { return path + ".startsWith(" + catalog.CELString(contract.Owned) + ")" }},
+	"below forgets the directory itself":      {below: func(path string) string { return path + ".startsWith(" + catalog.CELString(contract.Owned+"/") + ")" }},
 }
 
 // TestCELOwnBroken: each broken rendering disagrees with the Go on some case, so TestCELOwn

@@ -5,9 +5,9 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
@@ -62,7 +62,9 @@ func named(names ...string) func(any) bool {
 // OwnedEnvCEL is ownedEnv in CEL, for the env entry (an EnvVar, as the API server hands it)
 // that the CEL expression e names. The admission policy, which only appends to a container's
 // env, leaves alone a pod whose app sets one of these itself, where inject would drop it.
-func OwnedEnvCEL(e string) string { return "(" + e + ".name in " + celList(ownedEnvNames) + ")" }
+func OwnedEnvCEL(e string) string {
+	return "(" + e + ".name in " + catalog.CELList(ownedEnvNames) + ")"
+}
 
 // clash refuses a pod in which a name or a path inject owns is used by something inject did
 // not add: replacing it would drop the user's volume, mount or container (a Secret swapped for
@@ -129,8 +131,8 @@ func (p *plan) clashContainer(c *manifest.Container) error {
 // spec is the CEL expression of the pod's spec, apps the CEL list of its app containers (the
 // catalog's Pod.Apps, as catalog.SortCEL.Claim tells them). It binds the names c, m and v.
 func ClashCEL(spec, apps string) string {
-	names := celList(ownedVolumeNames)
-	takes := fmt.Sprintf("c.name == %s || (has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in %s))", celQuote(contract.InitContainer), names)
+	names := catalog.CELList(ownedVolumeNames)
+	takes := fmt.Sprintf("c.name == %s || (has(c.volumeMounts) && c.volumeMounts.exists(m, m.name in %s))", catalog.CELString(contract.InitContainer), names)
 	return "(" + strings.Join([]string{
 		fmt.Sprintf("(has(%[1]s.volumes) && %[1]s.volumes.exists(v, v.name in %[2]s))", spec, names),
 		fmt.Sprintf("(has(%[1]s.initContainers) && %[1]s.initContainers.exists(c, %[2]s))", spec, takes),
@@ -158,17 +160,5 @@ func below(path, dir string) bool {
 // belowCEL is below in CEL, for the path that the CEL expression path names: dir itself, or dir
 // and a slash and anything (trailing slashes are what below trims).
 func belowCEL(path, dir string) string {
-	return path + ".matches(" + celQuote("^"+regexp.QuoteMeta(dir)+"(/|$)") + ")"
-}
-
-// celQuote is s as a CEL string literal: Go's double-quoted escapes are a subset of CEL's.
-func celQuote(s string) string { return strconv.Quote(s) }
-
-// celList is words as a CEL list of strings.
-func celList(words []string) string {
-	qs := make([]string, len(words))
-	for i, w := range words {
-		qs[i] = celQuote(w)
-	}
-	return "[" + strings.Join(qs, ", ") + "]"
+	return path + ".matches(" + catalog.CELString("^"+regexp.QuoteMeta(dir)+"(/|$)") + ")"
 }

@@ -277,7 +277,7 @@ func wrapped(c *manifest.Container) bool { return slices.Equal(c.Command, []stri
 // server hands it: no command field when it has none). The admission policy, which cannot bring
 // a wrapped container up to date, leaves alone a pod with such an app.
 func WrappedCEL(c string) string {
-	return "(has(" + c + ".command) && " + c + ".command == " + celList([]string{contract.Binary}) + ")"
+	return "(has(" + c + ".command) && " + c + ".command == " + catalog.CELList([]string{contract.Binary}) + ")"
 }
 
 // wrappable reports whether inject keeps an app wrapped or wraps it, as far as its command tells

@@ -170,14 +170,8 @@ func Credentials() []string {
 	return names
 }
 
-// q is s as a CEL string literal: Go's quoting is a subset of CEL's.
-func q(s string) string { return strconv.Quote(s) }
-
-// celList is words as a CEL list of strings.
-func celList(words []string) string {
-	qs := make([]string, len(words))
-	for i, w := range words {
-		qs[i] = q(w)
-	}
-	return "[" + strings.Join(qs, ", ") + "]"
-}
+// q and celList write CEL constants: the catalog's, the one way every rendering writes them.
+var (
+	q       = catalog.CELString
+	celList = catalog.CELList
+)

@@ -242,7 +242,7 @@ func NamesProfileCEL(spec string) string {
 	for i, n := range names {
 		names[i] = quoteMeta(n)
 	}
-	return spec + ".matches(" + celQuote("^("+strings.Join(names, "|")+")(:.*)?$") + ")"
+	return spec + ".matches(" + CELString("^("+strings.Join(names, "|")+")(:.*)?$") + ")"
 }
 
 // AskedByNamespace reports whether the namespace's annotations or labels ask the injector of e

@@ -19,14 +19,15 @@ type CELPod struct {
 	Annotations, Labels string
 }
 
-// celQuote is s as a CEL string literal: Go's double-quoted escapes are a subset of CEL's.
-func celQuote(s string) string { return strconv.Quote(s) }
+// CELString is s as a CEL string literal: Go's double-quoted escapes are a subset of CEL's. It
+// and CELList are how every CEL rendering of the project writes its constants.
+func CELString(s string) string { return strconv.Quote(s) }
 
-// celList is words as a CEL list of strings.
-func celList(words []string) string {
+// CELList is words as a CEL list of strings.
+func CELList(words []string) string {
 	qs := make([]string, len(words))
 	for i, w := range words {
-		qs[i] = celQuote(w)
+		qs[i] = CELString(w)
 	}
 	return "[" + strings.Join(qs, ", ") + "]"
 }

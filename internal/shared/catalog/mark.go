@@ -24,9 +24,9 @@ func (m Mark) CEL(p CELPod) string {
 		from = p.Labels
 	}
 	if m.Value == "" {
-		return fmt.Sprintf("(%s in %s)", celQuote(m.Key), from)
+		return fmt.Sprintf("(%s in %s)", CELString(m.Key), from)
 	}
-	return fmt.Sprintf("(%s in %s && %s[%s] == %s)", celQuote(m.Key), from, from, celQuote(m.Key), celQuote(m.Value))
+	return fmt.Sprintf("(%s in %s && %s[%s] == %s)", CELString(m.Key), from, from, CELString(m.Key), CELString(m.Value))
 }
 
 // anyOn reports whether the pod carries any of marks.
@@ -86,13 +86,13 @@ func (m Match) CEL(p CELPod, c string) string {
 		conds = append(conds, m.When.CEL(p))
 	}
 	if m.Name != "" {
-		conds = append(conds, fmt.Sprintf("%s.name == %s", c, celQuote(m.Name)))
+		conds = append(conds, fmt.Sprintf("%s.name == %s", c, CELString(m.Name)))
 	}
 	if m.NamePrefix != "" {
-		conds = append(conds, fmt.Sprintf("(%s.name.startsWith(%s) && size(%s.name) > %d)", c, celQuote(m.NamePrefix), c, len([]rune(m.NamePrefix))))
+		conds = append(conds, fmt.Sprintf("(%s.name.startsWith(%s) && size(%s.name) > %d)", c, CELString(m.NamePrefix), c, len([]rune(m.NamePrefix))))
 	}
 	if m.Image != "" {
-		conds = append(conds, fmt.Sprintf("(has(%s.image) && %s.image.lowerAscii().contains(%s))", c, c, celQuote(strings.ToLower(m.Image))))
+		conds = append(conds, fmt.Sprintf("(has(%s.image) && %s.image.lowerAscii().contains(%s))", c, c, CELString(strings.ToLower(m.Image))))
 	}
 	return celAnd(conds)
 }

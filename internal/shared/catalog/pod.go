@@ -245,7 +245,7 @@ func (k *SortCEL) Claim(c string) string {
 	var arms []string
 	for i := range table {
 		if e := &table[i]; e.Container != "" && e.announcing() {
-			arms = append(arms, fmt.Sprintf("(variables.%s && %s.name == %s) ? %d", announcedVar(i), c, celQuote(e.Container), i))
+			arms = append(arms, fmt.Sprintf("(variables.%s && %s.name == %s) ? %d", announcedVar(i), c, CELString(e.Container), i))
 		}
 	}
 	for i := range table {

@@ -35,13 +35,13 @@ func (s *Sidecar) hidden(src Source) bool {
 func (src Source) valueCEL(p CELPod, c string) (set, val, hidden string) {
 	switch {
 	case src.Annotation != "":
-		return fmt.Sprintf("(%s in %s)", celQuote(src.Annotation), p.Annotations), fmt.Sprintf("%s[%s]", p.Annotations, celQuote(src.Annotation)), "false"
+		return fmt.Sprintf("(%s in %s)", CELString(src.Annotation), p.Annotations), fmt.Sprintf("%s[%s]", p.Annotations, CELString(src.Annotation)), "false"
 	case src.Flag != "":
 		set, val = FlagValueCEL(c, src.Flag, src.Value == "" && !src.port)
 		return set, val, "false"
 	}
 	// manifest.Container's EnvValue and EnvFrom: the first entry of the name decides.
-	first := fmt.Sprintf("%s.env.filter(e, e.name == %s)", c, celQuote(src.Env))
+	first := fmt.Sprintf("%s.env.filter(e, e.name == %s)", c, CELString(src.Env))
 	has := fmt.Sprintf("(has(%s.env) && size(%s) > 0)", c, first)
 	val = fmt.Sprintf("(%s && has(%s[0].value) ? %s[0].value : \"\")", has, first, first)
 	hidden = fmt.Sprintf("(%s && has(%s[0].valueFrom))", has, first)
@@ -65,9 +65,9 @@ func (src Source) on(val string) bool {
 // onCEL is on in CEL, for the value that the CEL expression val gives.
 func (src Source) onCEL(val string) string {
 	if src.Value != "" {
-		return fmt.Sprintf("(%s == %s)", val, celQuote(src.Value))
+		return fmt.Sprintf("(%s == %s)", val, CELString(src.Value))
 	}
-	trues := celList([]string{"1", "t", "T", "TRUE", "true", "True"}) // what strconv.ParseBool reads as true
+	trues := CELList([]string{"1", "t", "T", "TRUE", "true", "True"}) // what strconv.ParseBool reads as true
 	if src.Flag != "" {
 		return fmt.Sprintf("(%s == \"\" || %s in %s)", val, val, trues)
 	}
@@ -114,9 +114,9 @@ func FlagValue(args []string, name string, boolean bool) (string, bool) {
 func FlagValueCEL(c, name string, boolean bool) (set, val string) {
 	argv := fmt.Sprintf("((has(%s.command) ? %s.command : []) + (has(%s.args) ? %s.args : []))", c, c, c, c)
 	meta := quoteMeta(name)
-	at := fmt.Sprintf("fl.map(a, a.matches(%s)).indexOf(true)", celQuote("^-*"+meta+"(=|$)"))
+	at := fmt.Sprintf("fl.map(a, a.matches(%s)).indexOf(true)", CELString("^-*"+meta+"(=|$)"))
 	set = fmt.Sprintf(`[%s].map(fl, [%s].map(fi, [fl.indexOf("--")].map(fd, fi >= 0 && (fd < 0 || fi < fd))[0])[0])[0]`, argv, at)
-	withValue := celQuote("^-*" + meta + "=")
+	withValue := CELString("^-*" + meta + "=")
 	next := `""`
 	if !boolean {
 		next = `(fi + 1 < size(fl) && !fl[fi + 1].startsWith("-") ? fl[fi + 1] : "")`
