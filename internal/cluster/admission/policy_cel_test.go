@@ -19,10 +19,7 @@ import (
 // meets the catalog's CEL). The API server tests compare whole stored pods, with real parts;
 // this one runs everywhere.
 func TestPolicyVariablesAsInject(t *testing.T) {
-	env, err := celeval.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := celeval.For(t)
 	spec, err := policySpec(testPolicy)
 	if err != nil {
 		t.Fatal(err)

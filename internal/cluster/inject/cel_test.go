@@ -3,7 +3,6 @@ package inject
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/sidesync/sidesync/internal/shared/catalog"
@@ -23,22 +22,6 @@ import (
 // celPod is how the admission policy binds the pod's annotations and labels for the catalog's
 // CEL (its variables ann and lbl).
 var celPod = catalog.CELPod{Annotations: "variables.ann", Labels: "variables.lbl"}
-
-var (
-	celOnce sync.Once
-	celE    *celeval.Env
-	celErr  error
-)
-
-// celEnv is the API server's CEL environment, made once for all the tests.
-func celEnv(t *testing.T) *celeval.Env {
-	t.Helper()
-	celOnce.Do(func() { celE, celErr = celeval.New() })
-	if celErr != nil {
-		t.Fatal(celErr)
-	}
-	return celE
-}
 
 // syntheticCELPods reach each branch of the rules: every name and path inject owns, used where
 // inject would and would not put it, by apps that it would and would not wrap, by sidecars and
@@ -239,7 +222,7 @@ func disagreements(t *testing.T, cases []celCase, r renderings) ([]string, answe
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &run{t: t, e: celEnv(t), r: r, seen: answers{}}
+	u := &run{t: t, e: celeval.For(t), r: r, seen: answers{}}
 	for _, c := range cases {
 		vars := c.vars()
 		for _, v := range k.Variables() {

@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -22,22 +21,6 @@ import (
 
 // celPod is how the policies bind the pod's annotations and labels.
 var celPod = catalog.CELPod{Annotations: "variables.ann", Labels: "variables.lbl"}
-
-var (
-	envOnce sync.Once
-	env     *celeval.Env
-	envErr  error
-)
-
-// celEnv is the API server's CEL environment, made once for all the tests.
-func celEnv(t *testing.T) *celeval.Env {
-	t.Helper()
-	envOnce.Do(func() { env, envErr = celeval.New() })
-	if envErr != nil {
-		t.Fatal(envErr)
-	}
-	return env
-}
 
 // celCase is a pod to evaluate both renderings over.
 type celCase struct {
@@ -173,7 +156,7 @@ func evalAt(t *testing.T, c celCase, i int, expr string) any {
 	t.Helper()
 	vars := c.vars()
 	vars["container"] = c.container(i)
-	v, err := celEnv(t).Eval("[variables.container].map(c, "+expr+")[0]", c.object, vars)
+	v, err := celeval.For(t).Eval("[variables.container].map(c, "+expr+")[0]", c.object, vars)
 	if err != nil {
 		t.Fatalf("%s, container %s: %v", c.name, c.view.All()[i].Name, err)
 	}
@@ -183,7 +166,7 @@ func evalAt(t *testing.T, c celCase, i int, expr string) any {
 // TestCELMarksAndMatches: Mark.On and Match.Matches against their CEL, for every mark and match
 // of every row, on every pod and container.
 func TestCELMarksAndMatches(t *testing.T) {
-	e := celEnv(t)
+	e := celeval.For(t)
 	for _, c := range celCases(t) {
 		for _, row := range catalog.Entries() {
 			for _, m := range rowMarks(row) {
@@ -299,7 +282,7 @@ func checkSource(t *testing.T, c celCase, i int, k *manifest.Container, src cata
 // TestCELSourceOn: what switches a source on, for every value strconv.ParseBool knows and some it
 // does not, against its CEL.
 func TestCELSourceOn(t *testing.T) {
-	e := celEnv(t)
+	e := celeval.For(t)
 	values := []string{"", "1", "0", "t", "f", "T", "F", "true", "false", "TRUE", "FALSE", "True", "False", "yes", "enabled", "disabled", " true", "tRue"}
 	for _, row := range catalog.Entries() {
 		for _, src := range rowSources(row) {
@@ -352,7 +335,7 @@ func TestCELSettings(t *testing.T) {
 // Sidecar.Profile makes of each sidecar's endpoints (EndpointCEL), and whether every sidecar is
 // native with a startup probe (Pod.NativeOnly).
 func TestCELSort(t *testing.T) {
-	e := celEnv(t)
+	e := celeval.For(t)
 	k, err := catalog.NewSortCEL(celPod)
 	if err != nil {
 		t.Fatal(err)
@@ -388,7 +371,7 @@ func TestCELSort(t *testing.T) {
 // the sidecars' endpoints with EndpointCEL's.
 func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]any, index map[string]int64) {
 	t.Helper()
-	e := celEnv(t)
+	e := celeval.For(t)
 	p := catalog.Sort(c.view, catalog.Options{Requests: true})
 	want := map[*manifest.Container]int64{}
 	sidecars := map[*manifest.Container]*catalog.Sidecar{}
@@ -531,7 +514,7 @@ func checkEndpoints(t *testing.T, c celCase, i int, s *catalog.Sidecar) {
 // TestCELNamesProfile: NamesProfileCEL against IsProfile of a --sidecar value's name, for every
 // profile and row, with and without settings, and names that are none.
 func TestCELNamesProfile(t *testing.T) {
-	e := celEnv(t)
+	e := celeval.For(t)
 	specs := []string{"", ":", "istio:", "Istio", "istio-proxy", "xistio", "istiox:port=1", "http:ready=http://127.0.0.1:1/x,quit=none"}
 	for _, row := range catalog.Entries() {
 		specs = append(specs, row.Name, row.Name+":native=true", row.Name+"x", "x"+row.Name)

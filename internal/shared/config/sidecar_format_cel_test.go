@@ -29,10 +29,7 @@ type endpointState struct {
 // endpoints (dropped, its port, the profile's own port written out, another port), native or not,
 // with a startup probe or not, FormatSidecarCEL writes what FormatSidecar writes of the sidecar.
 func TestFormatSidecarCELSettings(t *testing.T) {
-	env, err := celeval.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := celeval.For(t)
 	n := 0
 	for _, name := range catalog.ProfileNames() {
 		def, _ := catalog.Profile(name)
@@ -124,10 +121,7 @@ type celPodCase struct {
 // contract.FoundAnnotation), FormatSidecarCEL of catalog.Entry.ProfileCEL writes what
 // FormatSidecar writes of its profile.
 func TestFormatSidecarCELPods(t *testing.T) {
-	env, err := celeval.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := celeval.For(t)
 	pods, err := celeval.Pods()
 	if err != nil {
 		t.Fatal(err)

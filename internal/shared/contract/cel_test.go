@@ -26,10 +26,7 @@ func TestRunsSidesyncCEL(t *testing.T) {
 	if regexp.QuoteMeta(contract.BinaryName) != contract.BinaryName {
 		t.Fatalf("BinaryName %q has characters RE2 reads as syntax: RunsSidesyncCEL must quote them", contract.BinaryName)
 	}
-	env, err := celeval.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := celeval.For(t)
 	expr := contract.RunsSidesyncCEL("variables.c")
 	type tc struct {
 		name    string

@@ -14,10 +14,7 @@ import (
 // combination of the container's and the pod's policies (unset, blank, each policy, another case,
 // a word that is none).
 func TestPolicyCEL(t *testing.T) {
-	env, err := celeval.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := celeval.For(t)
 	expr := "object.spec.containers.map(c, " + restart.PolicyCEL("c", "object.spec") + ")[0]"
 	type pair struct{ container, pod string }
 	var cases []pair
@@ -65,10 +62,7 @@ func TestPolicyCEL(t *testing.T) {
 // reached; PlainRulesCEL holds for every list RulesFrom reads, and not for those FormatRulesCEL
 // cannot write.
 func TestFormatRulesCEL(t *testing.T) {
-	env, err := celeval.New()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := celeval.For(t)
 	format, plain := restart.FormatRulesCEL("variables.rules"), restart.PlainRulesCEL("variables.rules")
 	check := func(name string, rules []restart.Rule, object any, wantPlain bool) {
 		t.Helper()

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"testing"
 
 	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -47,6 +48,23 @@ func New() (*Env, error) {
 		return nil, err
 	}
 	return &Env{env: env, programs: map[string]cel.Program{}}, nil
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *Env
+	sharedErr  error
+)
+
+// For is the environment of New, made once for all the tests of a test binary (it is heavy, and
+// safe for concurrent use); an error to make it fails t.
+func For(t testing.TB) *Env {
+	t.Helper()
+	sharedOnce.Do(func() { shared, sharedErr = New() })
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return shared
 }
 
 // program compiles expr, or returns it compiled before.
