@@ -48,7 +48,7 @@ func TestPodInfoHostileFiles(t *testing.T) {
 			os.Remove(path)
 			tt.make(t, path)
 			before := bytesRead(t)
-			r := detectWithin(t, Options{PodInfoDir: dir, LookupEnv: noEnv})
+			r := detectWithin(t, Options{PodInfoDir: dir, LookupEnv: noEnv}, "the downward-API volume")
 			read := bytesRead(t) - before
 			if read > tt.bytes+64<<10 {
 				t.Errorf("read %d bytes, want at most %d (+64 KiB for the labels file and the test)", read, tt.bytes)
@@ -130,9 +130,9 @@ func TestReadPodInfo(t *testing.T) {
 	}
 }
 
-// detectWithin runs Detect, failing the test if it does not return within the guard (the FIFO
-// blocked it forever).
-func detectWithin(t *testing.T, o Options) Result {
+// detectWithin runs Detect, failing the test if it does not return within the guard (a FIFO
+// blocked it forever); what names what it was reading.
+func detectWithin(t *testing.T, o Options, what string) Result {
 	t.Helper()
 	done := make(chan Result, 1)
 	go func() { done <- Detect(context.Background(), o) }()
@@ -140,7 +140,7 @@ func detectWithin(t *testing.T, o Options) Result {
 	case r := <-done:
 		return r
 	case <-time.After(guard):
-		t.Fatalf("detection still reading the downward-API volume after %v", guard)
+		t.Fatalf("detection still reading %s after %v", what, guard)
 	}
 	return Result{}
 }

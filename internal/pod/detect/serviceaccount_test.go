@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -62,15 +61,7 @@ func inPod(extra ...string) func(string) (string, bool) {
 func askAPI(t *testing.T, dir string, env func(string) (string, bool)) Result {
 	t.Helper()
 	o := Options{PodInfoDir: filepath.Join(t.TempDir(), "absent"), KubeAPI: true, ServiceAccountDir: dir, LookupEnv: env, Timeout: time.Hour}
-	done := make(chan Result, 1)
-	go func() { done <- Detect(context.Background(), o) }()
-	select {
-	case r := <-done:
-		return r
-	case <-time.After(guard):
-		t.Fatalf("detection still reading the service account's files after %v", guard)
-	}
-	return Result{}
+	return detectWithin(t, o, "the service account's files")
 }
 
 // TestServiceAccountFilesRefused: the token and the namespace are read as every file someone
