@@ -70,74 +70,21 @@ var syntheticCELPods = []string{
 }
 
 // celCase is a pod to evaluate both renderings over: as Go reads it and as CEL sees it.
-type celCase struct {
-	name   string
-	view   *manifest.PodView
-	object map[string]any
-}
-
-// vars are the policy's variables ann and lbl of the pod.
-func (c celCase) vars() map[string]any {
-	meta, _ := c.object["metadata"].(map[string]any)
-	return map[string]any{"ann": mapOrEmpty(meta["annotations"]), "lbl": mapOrEmpty(meta["labels"])}
-}
-
-func mapOrEmpty(v any) map[string]any {
-	if m, ok := v.(map[string]any); ok {
-		return m
-	}
-	return map[string]any{}
-}
+type celCase = celeval.Pod
 
 // container is the CEL object of the pod's i'th container, as manifest.PodView.All lists them:
 // its init containers, then its others.
-func (c celCase) container(t *testing.T, i int) map[string]any {
+func container(t *testing.T, c celCase, i int) map[string]any {
 	t.Helper()
-	spec, _ := c.object["spec"].(map[string]any)
-	var all []any
-	for _, key := range []string{"initContainers", "containers"} {
-		l, _ := spec[key].([]any)
-		all = append(all, l...)
-	}
-	m, _ := all[i].(map[string]any)
-	if name := c.view.All()[i].Name; m["name"] != name {
-		t.Fatalf("%s: container %d is %v as CEL sees it, %s as Go does", c.name, i, m["name"], name)
+	m := c.Container(i)
+	if name := c.View.All()[i].Name; m["name"] != name {
+		t.Fatalf("%s: container %d is %v as CEL sees it, %s as Go does", c.Name, i, m["name"], name)
 	}
 	return m
 }
 
 // celCases are the pods of celeval.Pods and the synthetic ones.
-func celCases(t *testing.T) []celCase {
-	t.Helper()
-	pods, err := celeval.Pods()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pods) < 40 {
-		t.Fatalf("only %d pods in %v", len(pods), celeval.Sources)
-	}
-	var out []celCase
-	for _, p := range pods {
-		out = append(out, celCase{name: p.Name, view: p.View, object: p.Object})
-	}
-	for i, y := range syntheticCELPods {
-		name := fmt.Sprintf("synthetic pod %d", i)
-		obj := decode(t, y)
-		v, err := manifest.ReadPod(obj, "")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if err := checkUniqueNames(v); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		object, _ := celeval.Object(obj).(map[string]any)
-		if object["metadata"] == nil {
-			object["metadata"] = map[string]any{}
-		}
-		out = append(out, celCase{name: name, view: v, object: object})
-	}
-	return out
-}
+func celCases(t *testing.T) []celCase { return celeval.WithSynthetic(t, syntheticCELPods) }
 
 // renderings are the CEL renderings under test; brokenCEL changes one at a time.
 type renderings struct {
@@ -224,32 +171,32 @@ func disagreements(t *testing.T, cases []celCase, r renderings) ([]string, answe
 	}
 	u := &run{t: t, e: celeval.For(t), r: r, seen: answers{}}
 	for _, c := range cases {
-		vars := c.vars()
+		vars := c.Vars()
 		for _, v := range k.Variables() {
-			vars[v.Name] = u.eval(c.name, v.Expression, c.object, vars)
+			vars[v.Name] = u.eval(c.Name, v.Expression, c.Object, vars)
 		}
 		// The apps as the policy tells them (catalog.SortCEL.Claim), and the pod as the policy
 		// sees it: without contract.InjectedAnnotation (its match condition), so that a pod inject
 		// wrapped before clashes here on both sides.
 		apps := "object.spec.containers.filter(c, " + k.Claim("c") + " == -1)"
-		p := &plan{pod: c.view, sorted: catalog.Sort(c.view, catalog.Options{Requests: true})}
+		p := &plan{pod: c.View, sorted: catalog.Sort(c.View, catalog.Options{Requests: true})}
 		clash := false
 		if err := p.clash(); err != nil {
 			if !strings.Contains(err.Error(), "belongs to sidesync") {
-				t.Fatalf("%s: clash: %v", c.name, err)
+				t.Fatalf("%s: clash: %v", c.Name, err)
 			}
 			clash = true
 		}
-		u.check(c.name, "clash", clash, r.clash("object.spec", apps), c.object, vars)
+		u.check(c.Name, "clash", clash, r.clash("object.spec", apps), c.Object, vars)
 		var paths []string
-		for i, ct := range c.view.All() {
-			where := c.name + ", container " + ct.Name
-			object := c.container(t, i)
+		for i, ct := range c.View.All() {
+			where := c.Name + ", container " + ct.Name
+			object := container(t, c, i)
 			vars["container"] = object
 			at := func(expr string) string { return "[variables.container].map(c, " + expr + ")[0]" }
-			u.check(where, "wrapped", wrapped(ct), at(r.wrapped("c")), c.object, vars)
-			u.check(where, "wrappable", wrappable(ct), at(r.wrappable("c")), c.object, vars)
-			u.check(where, "hasCommand", hasCommand(ct), at(r.hasCommand("c")), c.object, vars)
+			u.check(where, "wrapped", wrapped(ct), at(r.wrapped("c")), c.Object, vars)
+			u.check(where, "wrappable", wrappable(ct), at(r.wrappable("c")), c.Object, vars)
+			u.check(where, "hasCommand", hasCommand(ct), at(r.hasCommand("c")), c.Object, vars)
 			env, err := manifest.ListAt(ct.M, "env", ct.Path)
 			if err != nil {
 				t.Fatal(err)
@@ -272,7 +219,7 @@ func disagreements(t *testing.T, cases []celCase, r renderings) ([]string, answe
 			}
 		}
 		for _, path := range paths {
-			u.checkBelow(c.name, path)
+			u.checkBelow(c.Name, path)
 		}
 	}
 	for _, path := range syntheticPaths {

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/internal/testing/celeval"
@@ -22,38 +20,8 @@ import (
 // celPod is how the policies bind the pod's annotations and labels.
 var celPod = catalog.CELPod{Annotations: "variables.ann", Labels: "variables.lbl"}
 
-// celCase is a pod to evaluate both renderings over.
-type celCase struct {
-	name   string
-	view   *manifest.PodView
-	object map[string]any
-}
-
-// vars are the policy's variables ann and lbl of the pod.
-func (c celCase) vars() map[string]any {
-	meta, _ := c.object["metadata"].(map[string]any)
-	return map[string]any{"ann": mapOrEmpty(meta["annotations"]), "lbl": mapOrEmpty(meta["labels"])}
-}
-
-func mapOrEmpty(v any) map[string]any {
-	if m, ok := v.(map[string]any); ok {
-		return m
-	}
-	return map[string]any{}
-}
-
-// container is the CEL object of the pod's container: its init containers, then its others, as
-// manifest.PodView.All lists them.
-func (c celCase) container(i int) map[string]any {
-	spec, _ := c.object["spec"].(map[string]any)
-	var all []any
-	for _, key := range []string{"initContainers", "containers"} {
-		l, _ := spec[key].([]any)
-		all = append(all, l...)
-	}
-	m, _ := all[i].(map[string]any)
-	return m
-}
+// celCase is a pod to evaluate both renderings over: as Go reads it and as CEL sees it.
+type celCase = celeval.Pod
 
 // syntheticPods reach what the real manifests do not: every way a switch, a port or a flag is
 // given, each row's marks and exceptions, orchestrators' containers, native sidecars.
@@ -109,37 +77,7 @@ var syntheticPods = []string{
 }
 
 // celCases are the pods of celeval.Pods and the synthetic ones.
-func celCases(t *testing.T) []celCase {
-	t.Helper()
-	pods, err := celeval.Pods()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pods) < 40 {
-		t.Fatalf("only %d pods in %v", len(pods), celeval.Sources)
-	}
-	var out []celCase
-	for _, p := range pods {
-		out = append(out, celCase{name: p.Name, view: p.View, object: p.Object})
-	}
-	for i, y := range syntheticPods {
-		j, err := yaml.YAMLToJSON([]byte(y))
-		if err != nil {
-			t.Fatalf("synthetic pod %d: %v", i, err)
-		}
-		v := podOf(t, string(j))
-		var obj map[string]any
-		if err := yaml.Unmarshal(j, &obj); err != nil {
-			t.Fatal(err)
-		}
-		object, _ := celeval.Object(obj).(map[string]any)
-		if object["metadata"] == nil {
-			object["metadata"] = map[string]any{}
-		}
-		out = append(out, celCase{name: fmt.Sprintf("synthetic pod %d", i), view: v, object: object})
-	}
-	return out
-}
+func celCases(t *testing.T) []celCase { return celeval.WithSynthetic(t, syntheticPods) }
 
 // differ reports one disagreement: what, where, both answers and the CEL.
 func differ(t *testing.T, c celCase, what string, goVal, celVal any, expr string) {
@@ -147,18 +85,18 @@ func differ(t *testing.T, c celCase, what string, goVal, celVal any, expr string
 	if len(expr) > 600 {
 		expr = expr[:600] + "..."
 	}
-	t.Errorf("%s: %s: Go says %v, CEL says %v\nCEL: %s", c.name, what, goVal, celVal, expr)
+	t.Errorf("%s: %s: Go says %v, CEL says %v\nCEL: %s", c.Name, what, goVal, celVal, expr)
 }
 
 // evalAt evaluates expr with c bound to the pod's i'th container, by a comprehension over a
 // one-element list: the way the policies bind a container.
 func evalAt(t *testing.T, c celCase, i int, expr string) any {
 	t.Helper()
-	vars := c.vars()
-	vars["container"] = c.container(i)
-	v, err := celeval.For(t).Eval("[variables.container].map(c, "+expr+")[0]", c.object, vars)
+	vars := c.Vars()
+	vars["container"] = c.Container(i)
+	v, err := celeval.For(t).Eval("[variables.container].map(c, "+expr+")[0]", c.Object, vars)
 	if err != nil {
-		t.Fatalf("%s, container %s: %v", c.name, c.view.All()[i].Name, err)
+		t.Fatalf("%s, container %s: %v", c.Name, c.View.All()[i].Name, err)
 	}
 	return v
 }
@@ -170,17 +108,17 @@ func TestCELMarksAndMatches(t *testing.T) {
 	for _, c := range celCases(t) {
 		for _, row := range catalog.Entries() {
 			for _, m := range rowMarks(row) {
-				got, err := e.Bool(m.CEL(celPod), c.object, c.vars())
+				got, err := e.Bool(m.CEL(celPod), c.Object, c.Vars())
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := m.On(c.view.Annotations, c.view.Labels); got != want {
+				if want := m.On(c.View.Annotations, c.View.Labels); got != want {
 					differ(t, c, row.Name+" "+m.String(), want, got, m.CEL(celPod))
 				}
 			}
 			for _, m := range rowMatches(row) {
-				for i, k := range c.view.All() {
-					if want, got := m.Matches(c.view, k), evalAt(t, c, i, m.CEL(celPod, "c")); got != want {
+				for i, k := range c.View.All() {
+					if want, got := m.Matches(c.View, k), evalAt(t, c, i, m.CEL(celPod, "c")); got != want {
 						differ(t, c, fmt.Sprintf("%s's match %+v on container %s", row.Name, m, k.Name), want, got, m.CEL(celPod, "c"))
 					}
 				}
@@ -228,7 +166,7 @@ func rowSources(e catalog.Entry) []catalog.Source {
 // not) on every container.
 func TestCELFlagsAndSources(t *testing.T) {
 	for _, c := range celCases(t) {
-		for i, k := range c.view.All() {
+		for i, k := range c.View.All() {
 			for _, row := range catalog.Entries() {
 				for _, src := range rowSources(row) {
 					for _, port := range []bool{false, true} {
@@ -259,7 +197,7 @@ func checkSource(t *testing.T, c celCase, i int, k *manifest.Container, src cata
 			}
 		}
 	}
-	val, set, hidden := catalog.SourceValue(c.view, k, src, port)
+	val, set, hidden := catalog.SourceValue(c.View, k, src, port)
 	setCEL, valCEL, hiddenCEL := catalog.SourceValueCEL(celPod, "c", src, port)
 	if got := evalAt(t, c, i, setCEL); got != set {
 		differ(t, c, where+": set", set, got, setCEL)
@@ -304,14 +242,14 @@ func TestCELSourceOn(t *testing.T) {
 // endpoint, against their CEL, for every row on every container (as the row's sidecar).
 func TestCELSettings(t *testing.T) {
 	for _, c := range celCases(t) {
-		for i, k := range c.view.All() {
+		for i, k := range c.View.All() {
 			for _, row := range catalog.Entries() {
 				for _, sources := range [][]catalog.Source{row.ReadyPort, row.QuitPort} {
 					if len(sources) == 0 {
 						continue
 					}
 					expr := catalog.PortCEL(sources, celPod, "c")
-					if got, want := evalAt(t, c, i, expr), int64(catalog.Port(c.view, k, sources)); got != want {
+					if got, want := evalAt(t, c, i, expr), int64(catalog.Port(c.View, k, sources)); got != want {
 						differ(t, c, fmt.Sprintf("%s's port from %v on container %s", row.Name, sources, k.Name), want, got, expr)
 					}
 				}
@@ -320,7 +258,7 @@ func TestCELSettings(t *testing.T) {
 						continue
 					}
 					expr := catalog.DroppedCEL(sw, celPod, "c", quit == 1)
-					if got, want := evalAt(t, c, i, expr), catalog.Dropped(c.view, k, sw, quit == 1); got != want {
+					if got, want := evalAt(t, c, i, expr), catalog.Dropped(c.View, k, sw, quit == 1); got != want {
 						differ(t, c, fmt.Sprintf("%s's %s dropped on container %s", row.Name, sw.What, k.Name), want, got, expr)
 					}
 				}
@@ -346,10 +284,10 @@ func TestCELSort(t *testing.T) {
 		index[r.Name], byVar[catalog.AnnouncedVar(i)] = int64(i), i
 	}
 	for _, c := range celCases(t) {
-		vars := c.vars()
-		announced := catalog.Announced(c.view)
+		vars := c.Vars()
+		announced := catalog.Announced(c.View)
 		for _, v := range k.Variables() {
-			got, err := e.Bool(v.Expression, c.object, vars)
+			got, err := e.Bool(v.Expression, c.Object, vars)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,7 +299,7 @@ func TestCELSort(t *testing.T) {
 			delete(announced, row.Name)
 		}
 		for name := range announced {
-			t.Errorf("%s: Sort announces %s, for which SortCEL has no variable", c.name, name)
+			t.Errorf("%s: Sort announces %s, for which SortCEL has no variable", c.Name, name)
 		}
 		checkClaims(t, c, k, vars, index)
 	}
@@ -372,7 +310,7 @@ func TestCELSort(t *testing.T) {
 func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]any, index map[string]int64) {
 	t.Helper()
 	e := celeval.For(t)
-	p := catalog.Sort(c.view, catalog.Options{Requests: true})
+	p := catalog.Sort(c.View, catalog.Options{Requests: true})
 	want := map[*manifest.Container]int64{}
 	sidecars := map[*manifest.Container]*catalog.Sidecar{}
 	unclaimed := false
@@ -390,9 +328,9 @@ func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]an
 		want[s.Container] = index[s.Entry.Name]
 	}
 	var ents, nativeEnts, natives []any
-	for i, ct := range c.view.All() {
-		vars["container"] = c.container(i)
-		native, err := e.Bool("[variables.container].map(c, "+manifest.NativeCEL("c")+")[0]", c.object, vars)
+	for i, ct := range c.View.All() {
+		vars["container"] = c.Container(i)
+		native, err := e.Bool("[variables.container].map(c, "+manifest.NativeCEL("c")+")[0]", c.Object, vars)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,7 +340,7 @@ func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]an
 		if ct.Init && !ct.Native() {
 			continue // not sorted as a sidecar
 		}
-		got, err := e.Int("[variables.container].map(c, "+k.Claim("c")+")[0]", c.object, vars)
+		got, err := e.Int("[variables.container].map(c, "+k.Claim("c")+")[0]", c.Object, vars)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,7 +349,7 @@ func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]an
 			w = -1 // an app
 		}
 		if ct.Init {
-			natives, nativeEnts = append(natives, c.container(i)), append(nativeEnts, got)
+			natives, nativeEnts = append(natives, c.Container(i)), append(nativeEnts, got)
 			if got >= 0 && !catalog.Entries()[got].IsProfile() {
 				got = -1 // Sort keeps no row for a native sidecar an orchestrator stops
 			}
@@ -435,7 +373,7 @@ func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]an
 	}
 	vars["ent"], vars["nativeEnt"] = ents, nativeEnts
 	expr := k.AnnouncedClaimed("variables.ent", "variables.nativeEnt")
-	all, err := e.Bool(expr, c.object, vars)
+	all, err := e.Bool(expr, c.Object, vars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +382,7 @@ func checkClaims(t *testing.T, c celCase, k *catalog.SortCEL, vars map[string]an
 	}
 	vars["natives"] = natives
 	expr = k.NativeOnly("variables.natives", "variables.ent", "variables.nativeEnt")
-	nativeOnly, err := e.Bool(expr, c.object, vars)
+	nativeOnly, err := e.Bool(expr, c.Object, vars)
 	if err != nil {
 		t.Fatal(err)
 	}

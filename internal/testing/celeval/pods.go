@@ -1,9 +1,13 @@
 package celeval
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/sidesync/sidesync/internal/cluster/stream"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
@@ -111,4 +115,71 @@ func distinctNames(v *manifest.PodView) bool {
 		seen[c.Name] = true
 	}
 	return true
+}
+
+// WithSynthetic returns the pods of Pods, then the pods written in YAML in synthetic ("synthetic
+// pod N"; a pod's metadata and spec, no kind needed), each read by manifest.ReadPod: the test's
+// own cases, which reach the branches the real manifests do not. It fails t on an error, on fewer
+// than 40 pods from Sources (a path gone wrong), and on a synthetic pod that neither side could
+// see (unreadable, or two containers of one name).
+func WithSynthetic(t testing.TB, synthetic []string) []Pod {
+	t.Helper()
+	pods, err := Pods()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) < 40 {
+		t.Fatalf("only %d pods in %v", len(pods), Sources)
+	}
+	for i, y := range synthetic {
+		name := fmt.Sprintf("synthetic pod %d", i)
+		j, err := yaml.YAMLToJSON([]byte(y))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		obj, err := manifest.DecodeJSONObject(j)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		v, err := manifest.ReadPod(obj, "")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !distinctNames(v) {
+			t.Fatalf("%s: two containers of one name", name)
+		}
+		object, _ := Object(obj).(map[string]any)
+		if object["metadata"] == nil {
+			object["metadata"] = map[string]any{}
+		}
+		pods = append(pods, Pod{Name: name, View: v, Object: object})
+	}
+	return pods
+}
+
+// Vars are the admission policies' variables ann and lbl of the pod: its annotations and its
+// labels, or {}.
+func (p Pod) Vars() map[string]any {
+	meta, _ := p.Object["metadata"].(map[string]any)
+	return map[string]any{"ann": mapOrEmpty(meta["annotations"]), "lbl": mapOrEmpty(meta["labels"])}
+}
+
+func mapOrEmpty(v any) map[string]any {
+	if m, ok := v.(map[string]any); ok {
+		return m
+	}
+	return map[string]any{}
+}
+
+// Container is the CEL object of the pod's i'th container, as manifest.PodView.All lists them:
+// its init containers, then its others.
+func (p Pod) Container(i int) map[string]any {
+	spec, _ := p.Object["spec"].(map[string]any)
+	var all []any
+	for _, key := range []string{"initContainers", "containers"} {
+		l, _ := spec[key].([]any)
+		all = append(all, l...)
+	}
+	m, _ := all[i].(map[string]any)
+	return m
 }
