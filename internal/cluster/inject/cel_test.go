@@ -246,69 +246,74 @@ func TestCELOwn(t *testing.T) {
 		len(cases), len(syntheticCELPods), *seen["clash"], *seen["wrapped"], *seen["wrappable"], *seen["hasCommand"], *seen["ownedEnv"], *seen["below"])
 }
 
-// brokenCEL are renderings each wrong in one way the cases must catch: a name, a path or a
-// clause of ClashCEL forgotten, a near miss in each of the others.
-var brokenCEL = map[string]renderings{
-	"clash forgets a volume name": {clash: func(spec, apps string) string {
-		return strings.ReplaceAll(ClashCEL(spec, apps), catalog.CELString(contract.StateVolume), catalog.CELString("not-"+contract.StateVolume))
-	}},
-	"clash forgets the install container": {clash: func(spec, apps string) string {
-		return strings.ReplaceAll(ClashCEL(spec, apps), "c.name == "+catalog.CELString(contract.InitContainer), "false")
-	}},
-	"clash forgets mounts of its volumes": {clash: func(spec, apps string) string {
-		return strings.ReplaceAll(ClashCEL(spec, apps), "c.volumeMounts.exists(m, m.name in", "c.volumeMounts.exists(m, false && m.name in")
-	}},
-	"clash forgets init containers": {clash: func(spec, apps string) string {
-		return strings.Replace(ClashCEL(spec, apps), spec+".initContainers.exists(c,", spec+".initContainers.exists(c, false &&", 1)
-	}},
-	"clash forgets paths below /sidesync": {clash: func(spec, apps string) string {
-		return strings.ReplaceAll(ClashCEL(spec, apps), belowCEL("m.mountPath", contract.Owned), "false")
-	}},
-	"clash checks paths in every container": {clash: func(spec, apps string) string {
-		return strings.ReplaceAll(ClashCEL(spec, apps), apps+".exists(c, ", spec+".containers.exists(c, ")
-	}},
-	"clash checks paths in apps that run sidesync by hand": {clash: func(spec, apps string) string {
-		return strings.ReplaceAll(ClashCEL(spec, apps), wrappableCEL("c"), "true")
-	}},
-	"wrapped takes any command that runs sidesync": {wrapped: func(c string) string { return contract.RunsSidesyncCEL(c) }},
-	"wrapped takes the binary first": {wrapped: func(c string) string {
-		return "(has(" + c + ".command) && size(" + c + ".command) > 0 && " + c + ".command[0] == " + catalog.CELString(contract.Binary) + ")"
-	}},
-	"wrappable ignores wrapped":         {wrappable: func(c string) string { return "!" + contract.RunsSidesyncCEL(c) }},
-	"hasCommand takes an empty command": {hasCommand: func(c string) string { return "has(" + c + ".command)" }},
-	"ownedEnv forgets the platform commands": {ownedEnv: func(e string) string {
-		return "(" + e + ".name in " + catalog.CELList(restartEnvNames) + ")"
-	}},
-	"ownedEnv takes every SIDESYNC_ variable": {ownedEnv: func(e string) string { return e + `.name.startsWith("SIDESYNC_")` }},
-	"below takes a prefix":                    {below: func(path string) string { return path + ".startsWith(" + catalog.CELString(contract.Owned) + ")" }},
-	"below forgets the directory itself":      {below: func(path string) string { return path + ".startsWith(" + catalog.CELString(contract.Owned+"/") + ")" }},
+// brokenCEL breaks a copy of the renderings, each entry in one way the cases must catch: a name,
+// a path or a clause of ClashCEL forgotten, a near miss in each of the others.
+var brokenCEL = map[string]func(r *renderings){
+	"clash forgets a volume name": func(r *renderings) {
+		r.clash = func(spec, apps string) string {
+			return strings.ReplaceAll(ClashCEL(spec, apps), catalog.CELString(contract.StateVolume), catalog.CELString("not-"+contract.StateVolume))
+		}
+	},
+	"clash forgets the install container": func(r *renderings) {
+		r.clash = func(spec, apps string) string {
+			return strings.ReplaceAll(ClashCEL(spec, apps), "c.name == "+catalog.CELString(contract.InitContainer), "false")
+		}
+	},
+	"clash forgets mounts of its volumes": func(r *renderings) {
+		r.clash = func(spec, apps string) string {
+			return strings.ReplaceAll(ClashCEL(spec, apps), "c.volumeMounts.exists(m, m.name in", "c.volumeMounts.exists(m, false && m.name in")
+		}
+	},
+	"clash forgets init containers": func(r *renderings) {
+		r.clash = func(spec, apps string) string {
+			return strings.Replace(ClashCEL(spec, apps), spec+".initContainers.exists(c,", spec+".initContainers.exists(c, false &&", 1)
+		}
+	},
+	"clash forgets paths below /sidesync": func(r *renderings) {
+		r.clash = func(spec, apps string) string {
+			return strings.ReplaceAll(ClashCEL(spec, apps), belowCEL("m.mountPath", contract.Owned), "false")
+		}
+	},
+	"clash checks paths in every container": func(r *renderings) {
+		r.clash = func(spec, apps string) string {
+			return strings.ReplaceAll(ClashCEL(spec, apps), apps+".exists(c, ", spec+".containers.exists(c, ")
+		}
+	},
+	"clash checks paths in apps that run sidesync by hand": func(r *renderings) {
+		r.clash = func(spec, apps string) string {
+			return strings.ReplaceAll(ClashCEL(spec, apps), wrappableCEL("c"), "true")
+		}
+	},
+	"wrapped takes any command that runs sidesync": func(r *renderings) { r.wrapped = func(c string) string { return contract.RunsSidesyncCEL(c) } },
+	"wrapped takes the binary first": func(r *renderings) {
+		r.wrapped = func(c string) string {
+			return "(has(" + c + ".command) && size(" + c + ".command) > 0 && " + c + ".command[0] == " + catalog.CELString(contract.Binary) + ")"
+		}
+	},
+	"wrappable ignores wrapped":         func(r *renderings) { r.wrappable = func(c string) string { return "!" + contract.RunsSidesyncCEL(c) } },
+	"hasCommand takes an empty command": func(r *renderings) { r.hasCommand = func(c string) string { return "has(" + c + ".command)" } },
+	"ownedEnv forgets the platform commands": func(r *renderings) {
+		r.ownedEnv = func(e string) string {
+			return "(" + e + ".name in " + catalog.CELList(restartEnvNames) + ")"
+		}
+	},
+	"ownedEnv takes every SIDESYNC_ variable": func(r *renderings) { r.ownedEnv = func(e string) string { return e + `.name.startsWith("SIDESYNC_")` } },
+	"below takes a prefix": func(r *renderings) {
+		r.below = func(path string) string { return path + ".startsWith(" + catalog.CELString(contract.Owned) + ")" }
+	},
+	"below forgets the directory itself": func(r *renderings) {
+		r.below = func(path string) string { return path + ".startsWith(" + catalog.CELString(contract.Owned+"/") + ")" }
+	},
 }
 
 // TestCELOwnBroken: each broken rendering disagrees with the Go on some case, so TestCELOwn
 // would fail on it.
 func TestCELOwnBroken(t *testing.T) {
 	cases := celCases(t)
-	for name, broken := range brokenCEL {
+	for name, breakOne := range brokenCEL {
 		t.Run(name, func(t *testing.T) {
 			r := realCEL
-			if broken.clash != nil {
-				r.clash = broken.clash
-			}
-			if broken.wrapped != nil {
-				r.wrapped = broken.wrapped
-			}
-			if broken.wrappable != nil {
-				r.wrappable = broken.wrappable
-			}
-			if broken.hasCommand != nil {
-				r.hasCommand = broken.hasCommand
-			}
-			if broken.ownedEnv != nil {
-				r.ownedEnv = broken.ownedEnv
-			}
-			if broken.below != nil {
-				r.below = broken.below
-			}
+			breakOne(&r)
 			if diffs, _ := disagreements(t, cases, r); len(diffs) == 0 {
 				t.Errorf("no case tells the broken CEL from the Go")
 			}
