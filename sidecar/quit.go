@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"syscall"
 	"time"
@@ -91,9 +92,9 @@ type QuitResult struct {
 	URL        string // the URL that took it (URL or one of the Alternates)
 	StatusCode int    // 0 when Closed
 	Body       string
-	// Closed is set when no answer came because the connection was reset or closed right after
-	// the request, or refused after an earlier attempt reached the sidecar: it went away, which
-	// is what was asked.
+	// Closed is set when the sidecar went away, as asked, without an answer: a connection was
+	// refused after an earlier attempt had delivered the request (one closed with no answer, or
+	// cut short after it was sent).
 	Closed bool
 	// Gone is set when the connection was refused and QuitOptions.RefusedMeansGone says that
 	// means the sidecar has already gone.
@@ -122,8 +123,12 @@ func (e *QuitError) Error() string {
 func (e *QuitError) Unwrap() error { return e.Err }
 
 // Quit asks the sidecar to quit, retrying while it is unreachable, times out or answers 5xx,
-// 408 or 429, within QuitOptions.Timeout. Any 2xx is success; so is a connection that closes
-// right after the request. Other answers (403, 404, 405, ...) fail at once.
+// 408 or 429, within QuitOptions.Timeout. Any 2xx is success. A connection that closes right
+// after the request with no answer is success only once the sidecar is seen gone: Quit asks
+// again (without spending Backoff's retries) until a connection is refused or the request is
+// answered, because a sidecar whose handler failed closes the connection the same way and runs
+// on (Istio's pilot-agent before its Envoy has started, docs/SIDECARS.md 3.3). Other answers
+// (403, 404, 405, ...) fail at once.
 func Quit(ctx context.Context, c Call, o QuitOptions) (QuitResult, error) {
 	return quit(ctx, c, o, nil)
 }
@@ -136,37 +141,69 @@ func quit(ctx context.Context, c Call, o QuitOptions, dial dialFunc) (QuitResult
 	if backoff == nil {
 		backoff = DefaultQuitBackoff()
 	}
+	retries, stop := iter.Pull(backoff.Delays(nil))
+	defer stop()
+	unanswered, stopUnanswered := iter.Pull(unansweredPolls.Delays(nil))
+	defer stopUnanswered()
+	var toldNotStarted, toldUnanswered bool
 	res, retry, err := q.attempt(ctx)
-	for retry && httpc.Refused(err) && !q.reached && time.Since(q.start) < o.NotStartedFor {
-		if q.attempts == 1 {
-			q.log.Info("nothing listens yet: the sidecar may not have started, as nothing waited for it; trying again",
-				"url", q.url(), "for", o.NotStartedFor)
+	for retry {
+		var d time.Duration
+		// A retry cut short by the overall limit reports the failure before it, which says
+		// more; not a wait for a sidecar to start, whose first answer says more than refusals.
+		cutSaysLess := true
+		switch {
+		case httpc.Refused(err) && !q.reached && time.Since(q.start) < o.NotStartedFor:
+			if !toldNotStarted {
+				toldNotStarted = true
+				q.log.Info("nothing listens yet: the sidecar may not have started, as nothing waited for it; trying again",
+					"url", q.url(), "for", o.NotStartedFor)
+			}
+			d, cutSaysLess = notStartedPoll, false
+		case errors.Is(err, errUnanswered):
+			if !toldUnanswered {
+				toldUnanswered = true
+				q.log.Info("the sidecar closed the connection with no answer; asking again until it is gone, as one whose handler failed runs on",
+					"url", q.url())
+			}
+			d, _ = unanswered()
+		default:
+			next, ok := retries()
+			if !ok {
+				retry = false
+				continue
+			}
+			q.log.Info("quit attempt failed, retrying", "url", q.url(), "attempt", q.attempts, "err", err, "in", next)
+			d = next
 		}
-		if !q.sleep(ctx, notStartedPoll) {
-			break
-		}
-		res, retry, err = q.attempt(ctx)
-	}
-	for d := range backoff.Delays(nil) {
-		if !retry {
-			break
-		}
-		q.log.Info("quit attempt failed, retrying", "url", q.url(), "attempt", q.attempts, "err", err, "in", d)
 		if !q.sleep(ctx, d) {
 			break
 		}
 		prev := err
 		res, retry, err = q.attempt(ctx)
-		if err != nil && q.ended(ctx) {
-			err = prev // cut short by the overall limit: the previous failure says more
+		if err != nil && q.ended(ctx) && cutSaysLess {
+			err = prev
 		}
 	}
 	res.Attempts, res.Took = q.attempts, time.Since(q.start)
 	if err != nil {
+		if errors.Is(err, errUnanswered) {
+			err = fmt.Errorf("%w %d times, and it still listens: it did not take the quit", err, q.unanswered)
+		}
 		return res, &QuitError{URL: q.url(), Attempts: q.attempts, Took: res.Took, Err: err, Hint: q.hint(err)}
 	}
 	return res, nil
 }
+
+// errUnanswered is an attempt whose connection closed right after the request, with no answer:
+// the sidecar either went away, as asked, or failed to handle the request and runs on. Quit asks
+// again to tell which.
+var errUnanswered = errors.New("the sidecar closed the connection with no answer")
+
+// unansweredPolls are the pauses before asking again a sidecar that closed the connection with
+// no answer: short at first, as one that went away refuses at once, then at most one a second,
+// as one whose handler failed may take seconds to handle it (and logs each failure).
+var unansweredPolls = Exponential{Initial: 50 * time.Millisecond, Factor: 2, Max: time.Second}
 
 // OutOfDescriptors reports whether err is the process (EMFILE) or the system (ENFILE) running
 // out of file descriptors: nothing was sent, and trying again once one is free will work.

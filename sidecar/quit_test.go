@@ -85,11 +85,20 @@ func TestQuitStatusErrors(t *testing.T) {
 // rawServer accepts connections and hands each to handle after reading the request head.
 func rawServer(t *testing.T, handle func(c *net.TCPConn)) string {
 	t.Helper()
+	return rawServerOn(t, nil, handle)
+}
+
+// rawServerOn is rawServer that first hands its listener to listening, when not nil.
+func rawServerOn(t *testing.T, listening func(net.Listener), handle func(c *net.TCPConn)) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
+	if listening != nil {
+		listening(l)
+	}
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -106,18 +115,53 @@ func rawServer(t *testing.T, handle func(c *net.TCPConn)) string {
 	return "http://" + l.Addr().String()
 }
 
-// TestQuitClosedAfterRequest: a sidecar that goes away right after taking the request (reset or
-// plain close) has quit.
+// TestQuitClosedAfterRequest: a connection closed right after the request with no answer (reset
+// or plain close) is a quit once the sidecar is seen gone; one whose handler failed and that runs
+// on (Istio's pilot-agent before its Envoy has started) is asked again until it answers, and a
+// sidecar that never does fails the quit within Timeout, saying so.
 func TestQuitClosedAfterRequest(t *testing.T) {
-	for name, handle := range map[string]func(*net.TCPConn){
+	closes := map[string]func(*net.TCPConn){
 		"reset": func(c *net.TCPConn) { c.SetLinger(0); c.Close() },
 		"eof":   func(c *net.TCPConn) { c.Close() },
-	} {
-		t.Run(name, func(t *testing.T) {
-			url := rawServer(t, handle)
+	}
+	for name, closeConn := range closes {
+		t.Run(name+"/gone", func(t *testing.T) {
+			var l net.Listener
+			url := rawServerOn(t, func(ln net.Listener) { l = ln }, func(c *net.TCPConn) {
+				l.Close() // the sidecar goes away: the next connection is refused
+				closeConn(c)
+			})
 			res, err := Quit(context.Background(), EnvoyQuit(url), quickRetries())
-			if err != nil || !res.Closed || res.Attempts != 1 {
-				t.Errorf("Quit = %+v, %v; want success with Closed", res, err)
+			if err != nil || !res.Closed || res.Attempts != 2 {
+				t.Errorf("Quit = %+v, %v; want success with Closed on the second attempt (refused)", res, err)
+			}
+		})
+		t.Run(name+"/handler failed twice", func(t *testing.T) {
+			var n atomic.Int32
+			url := rawServer(t, func(c *net.TCPConn) {
+				if n.Add(1) <= 2 {
+					closeConn(c)
+					return
+				}
+				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK"))
+				c.Close()
+			})
+			o := quickRetries()
+			o.Backoff = Limit(Constant{time.Millisecond}, 0) // asking again spends no retry
+			res, err := Quit(context.Background(), EnvoyQuit(url), o)
+			if err != nil || res.Closed || res.StatusCode != 200 || res.Attempts != 3 {
+				t.Errorf("Quit = %+v, %v; want 200 on the third attempt", res, err)
+			}
+		})
+		t.Run(name+"/runs on", func(t *testing.T) {
+			url := rawServer(t, closeConn)
+			o := quickRetries()
+			o.Timeout = 300 * time.Millisecond
+			res, err := Quit(context.Background(), EnvoyQuit(url), o)
+			var qe *QuitError
+			if !errors.As(err, &qe) || !errors.Is(err, errUnanswered) || res.Closed || qe.Attempts < 2 ||
+				!strings.Contains(err.Error(), "still listens: it did not take the quit") {
+				t.Errorf("Quit = %+v, %v; want a QuitError: closed with no answer, still listening", res, err)
 			}
 		})
 	}

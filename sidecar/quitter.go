@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -25,6 +26,9 @@ type quitter struct {
 	attempts int
 	current  int  // index into urls() of the URL that last reached something
 	reached  bool // some attempt delivered the request to the sidecar
+	// unanswered counts the attempts whose connection closed right after the request, with no
+	// answer.
+	unanswered int
 }
 
 // newQuitter starts the state of a Quit call, now.
@@ -151,8 +155,9 @@ func (q *quitter) send(ctx context.Context, method, url string, timeout time.Dur
 
 // sendOnce makes one request on a connection of its own, closed after the answer, bounded by
 // timeout and by the call's deadline. On a fresh connection, a reset or EOF right after the
-// request means that the sidecar took it and went away, which on a kept connection could also be
-// the sidecar closing it while idle; and a quit is never sent twice on its own.
+// request means that the sidecar took it and went away, or that its handler failed, which Quit
+// tells apart by asking again; on a kept connection it could also be the sidecar closing it
+// while idle.
 func (q *quitter) sendOnce(ctx context.Context, method, url string, timeout time.Duration) (*httpc.Response, error) {
 	ctx, cancel := q.bounded(ctx)
 	defer cancel()
@@ -179,9 +184,13 @@ func (q *quitter) outcome(url string, resp *httpc.Response, err error) (QuitResu
 		c := resp.StatusCode
 		retry := c >= 500 || c == 408 || c == 429
 		return res, retry, &StatusError{Code: c, Status: resp.Status, Body: res.Body}
-	case httpc.ClosedAfterSend(err), httpc.Refused(err) && q.reached:
+	case httpc.Refused(err) && q.reached:
 		res.Closed = true
 		return res, false, nil
+	case httpc.ClosedAfterSend(err):
+		q.reached = true
+		q.unanswered++
+		return res, true, fmt.Errorf("%w (%w)", errUnanswered, err)
 	case httpc.Refused(err) && q.opts.RefusedMeansGone:
 		res.Gone = true
 		return res, false, nil

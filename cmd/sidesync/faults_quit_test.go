@@ -144,3 +144,38 @@ func lateQuit(t *testing.T, addr string) *running {
 	mustContain(t, r.stderr.String(), "command ended")
 	return r
 }
+
+// TestFaultQuitLost: a sidecar that closes the quit's connection with no answer and runs on, as
+// Istio's pilot-agent does while its Envoy has not started (its handler fails; a rescue met it
+// on the test node), is asked again until it takes the quit: "sidesync quit", as a rescue's
+// container runs it, ends 0 and the sidecar exits. One that never takes it fails the quit within
+// --quit-timeout (exit 69), where a closed connection used to count as a quit and left it
+// running for good.
+func TestFaultQuitLost(t *testing.T) {
+	t.Run("taken at the third", func(t *testing.T) {
+		t.Parallel()
+		e := startProfile(t, "istio", "--quit-lost", "2")
+		r := sidesync(t, nil, "quit", "--sidecar", "istio:quit-port="+e.port("status"), "--quit-retries", "0")
+		if r.code != 0 {
+			t.Errorf("exit %d, want 0; stderr:\n%s", r.code, r.stderr)
+		}
+		if code := e.waitExit(); code != 0 || e.quits() != 1 || e.count("quit-lost", anyEvent) != 2 {
+			t.Errorf("the sidecar exited %d after %d quits and %d lost ones, want 0 after 1 and 2", code, e.quits(), e.count("quit-lost", anyEvent))
+		}
+		mustContain(t, r.stderr, "closed the connection with no answer; asking again", "sidecar quit sidecar=istio", "status=200", "attempts=3")
+	})
+	t.Run("never taken", func(t *testing.T) {
+		t.Parallel()
+		e := startProfile(t, "istio", "--quit-lost", "1000000")
+		start := time.Now()
+		r := startSidesync(t, nil, append([]string{"quit", "--sidecar", "istio:quit-port=" + e.port("status")}, quitBoundArgs...)...)
+		if code := r.exitWithin(quitBound); code != exitUnavailable {
+			t.Errorf("exit %d, want %d; stderr:\n%s", code, exitUnavailable, r.stderr)
+		}
+		t.Logf("sidesync ended after %v", time.Since(start))
+		mustContain(t, r.stderr.String(), "sidecar quit failed", "still listens: it did not take the quit")
+		if e.quits() != 0 || e.count("quit-lost", anyEvent) < 2 {
+			t.Errorf("%d quits and %d lost ones, want 0 and at least 2", e.quits(), e.count("quit-lost", anyEvent))
+		}
+	})
+}

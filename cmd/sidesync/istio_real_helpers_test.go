@@ -113,8 +113,11 @@ func mustQuitAgent(t *testing.T, stderr string, a *realsidecar.IstioAgent) {
 	default:
 		t.Errorf("no successful quit logged:\n%s", stderr)
 	}
-	if len(a.LogLines("handling /quitquitquit, notifying pilot-agent to exit")) != 1 {
-		t.Errorf("the agent did not log the quit once")
+	// A quit whose connection closed with no answer is asked again (docs/FAULTS.md): an agent
+	// that was exiting may then take it a second time.
+	n := len(a.LogLines("handling /quitquitquit, notifying pilot-agent to exit"))
+	if askedAgain := strings.Contains(stderr, "closed the connection with no answer; asking again"); n != 1 && !(askedAgain && n > 1) {
+		t.Errorf("the agent logged the quit %d times, want once (asked again: %v)", n, askedAgain)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -240,4 +241,35 @@ func TestRealIstioAgentQuitRefused(t *testing.T) {
 			t.Errorf("the agent after a quit from %s: %s (exited: %v), want still running and ready", ip, got, a.Exited())
 		}
 	})
+}
+
+// TestRealIstioAgentQuitBeforeEnvoy: "sidesync quit", as a rescue's container runs it, reaches
+// the agent after it opened its status port and before it set up Envoy (held there by the test:
+// realsidecar.IstioOptions.HoldEnvoy). The agent's quit handler then panics, closes the
+// connection with no answer and runs on (docs/SIDECARS.md 3.3; a rescue on the test node met
+// it). sidesync asks again, the agent takes the quit once it has set Envoy up, and exits 0.
+// Taking the closed connection as a quit, as sidesync did, left the agent running for good.
+func TestRealIstioAgentQuitBeforeEnvoy(t *testing.T) {
+	t.Parallel()
+	a := realsidecar.StartIstioAgent(t, realsidecar.IstioOptions{HoldEnvoy: true})
+	a.AwaitStatusPort(t)
+	r := startSidesync(t, nil, "quit", "--sidecar", istioSpec(a), "--quit-timeout", "30s")
+	a.AwaitLog(t, "http: panic serving")
+	r.stderr.await(t, "closed the connection with no answer; asking again")
+	if a.Exited() {
+		t.Fatal("the agent exited after a quit it lost")
+	}
+	a.ReleaseEnvoy(t)
+	if code := r.exitWithin(quitBound); code != 0 {
+		t.Errorf("exit %d, want 0; stderr:\n%s", code, r.stderr)
+	}
+	if code := a.Wait(t); code != 0 {
+		t.Errorf("the agent exited %d after the quit, want 0", code)
+	}
+	stderr := r.stderr.String()
+	if !strings.Contains(stderr, "sidecar quit sidecar=istio url="+a.QuitURL()+" status=200") &&
+		!strings.Contains(stderr, "sidecar quit: it closed the connection after the request sidecar=istio") {
+		t.Errorf("no successful quit logged:\n%s", stderr)
+	}
+	t.Logf("quits the agent lost before it set up Envoy: %d; stderr:\n%s", len(a.LogLines("http: panic serving")), stderr)
 }

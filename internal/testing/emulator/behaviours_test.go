@@ -190,3 +190,23 @@ func TestQuitWhileStopping(t *testing.T) {
 		t.Errorf("exit code %d, want SIGTERM's 0", code)
 	}
 }
+
+// TestQuitLost: the first QuitLost shutdown requests close the connection with no answer and
+// change nothing, as Istio's pilot-agent before its Envoy has started; the next one quits.
+func TestQuitLost(t *testing.T) {
+	sc, rec := startEnvoy(t, Options{QuitLost: 2})
+	const quit = "POST /quitquitquit HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+	for i := range 2 {
+		if got := raw(t, sc.Addr(), quit); got != "" {
+			t.Errorf("lost quit %d answered %q, want nothing", i+1, got)
+		}
+	}
+	if n := len(eventsNamed(rec, "quit-lost")); n != 2 || rec.has("quit") {
+		t.Fatalf("%d quit-lost events and quit %v, want 2 and no quit", n, rec.has("quit"))
+	}
+	if res := call(t, "POST", "http://"+sc.Addr()+"/quitquitquit"); res.status != 200 || res.body != "OK\n" {
+		t.Errorf("third quit = %d %q, want 200 OK", res.status, res.body)
+	}
+	rec.wait(t, "quit")
+	waitDone(t, sc)
+}

@@ -63,6 +63,9 @@
 //	request method=M path=P status=S peer=HOST:PORT listener=NAME
 //	                                per request; S is the status code, or
 //	                                hang, reset or eof; P has no query
+//	quit-lost                       a shutdown request was lost
+//	                                (Options.QuitLost): closed with no
+//	                                answer, nothing changed
 //	quit                            a shutdown request was accepted
 //	exit code=N                     last line, when the sidecar has stopped
 //

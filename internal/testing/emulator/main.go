@@ -102,6 +102,7 @@ func sharedFlags(fs *flag.FlagSet, p Profile, opts *Options) {
 		behaviourFlag(&opts.ReadyBehaviour, ReadyBehaviours()))
 	fs.Func("quit-behaviour", "how shutdown endpoints answer: "+joinBehaviours(QuitBehaviours())+" (default ok)",
 		behaviourFlag(&opts.QuitBehaviour, QuitBehaviours()))
+	fs.IntVar(&opts.QuitLost, "quit-lost", 0, "close the connection of the first `N` shutdown requests with no answer and run on (Istio's agent before its Envoy starts)")
 	fs.DurationVar(&opts.SlowBy, "slow-by", DefaultSlowBy, "how long the \"slow\" behaviour holds each answer")
 	fs.IntVar(&opts.ExitCode, "exit-code", 0, "exit `code` after an accepted shutdown request")
 	fs.DurationVar(&opts.ExitDelay, "exit-delay", 0, "time between answering the shutdown request and exiting")

@@ -102,6 +102,10 @@ type Options struct {
 	ReadyBehaviour Behaviour
 	// QuitBehaviour governs RoleShutdown routes.
 	QuitBehaviour Behaviour
+	// QuitLost makes the first QuitLost shutdown requests close the connection with no answer
+	// and change nothing, as Istio's pilot-agent does while its Envoy has not started (its
+	// handler fails: docs/SIDECARS.md 3.3); the ones after follow QuitBehaviour.
+	QuitLost int
 	// SlowBy is how long BehaviourSlow holds each answer; zero means
 	// DefaultSlowBy.
 	SlowBy time.Duration
@@ -182,6 +186,8 @@ func (o Options) validate() error {
 	switch {
 	case o.ReadyAfterProbes < 0:
 		return fmt.Errorf("-ready-after-probes: %d is negative", o.ReadyAfterProbes)
+	case o.QuitLost < 0:
+		return fmt.Errorf("-quit-lost: %d is negative", o.QuitLost)
 	case o.ReadyAfterProbes > 0 && (o.NeverReady || o.ReadyAfter > 0):
 		return fmt.Errorf("-ready-after-probes: goes with neither -never-ready nor -ready-after")
 	}

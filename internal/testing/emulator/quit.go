@@ -49,7 +49,7 @@ func (s *Sidecar) countProbe() {
 // real process exits under it. Answering 2xx there would claim a quit that never happened.
 func (s *Sidecar) shutdownHandler(rt *Route, h Handler) Handler {
 	return func(r *Request) Reply {
-		if s.isStopping() {
+		if s.isStopping() || s.loseQuit() {
 			return Reply{Outcome: Drop}
 		}
 		b := s.opts.QuitBehaviour
@@ -68,6 +68,19 @@ func (s *Sidecar) shutdownHandler(rt *Route, h Handler) Handler {
 		}
 		return reply
 	}
+}
+
+// loseQuit counts a shutdown request and reports whether it is one of the first
+// Options.QuitLost, which are lost.
+func (s *Sidecar) loseQuit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lost >= s.opts.QuitLost {
+		return false
+	}
+	s.lost++
+	s.events.emit("quit-lost")
+	return true
 }
 
 // isStopping reports whether the sidecar has begun to stop.

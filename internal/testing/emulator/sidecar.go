@@ -35,6 +35,7 @@ type Sidecar struct {
 	stopped  bool
 	exitCode int
 	probes   int // readiness requests answered, for Options.ReadyAfterProbes
+	lost     int // shutdown requests lost, for Options.QuitLost
 }
 
 // New returns a Sidecar of profile p. Nothing listens until Start. It

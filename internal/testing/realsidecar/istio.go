@@ -2,7 +2,9 @@ package realsidecar
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +44,12 @@ type IstioOptions struct {
 	// TerminationDrain is PROXY_CONFIG's terminationDrainDuration, how long the agent lets
 	// Envoy drain after SIGTERM; zero leaves Istio's default, 5 s.
 	TerminationDrain time.Duration
+	// HoldEnvoy keeps the agent from setting up Envoy until IstioAgent.ReleaseEnvoy: its status
+	// port opens, but its start blocks reading the xDS root certificate (PROV_CERT's
+	// root-cert.pem, which the agent reads without checking that it exists, made a FIFO). That
+	// is the window in which the agent's quit handler fails (docs/SIDECARS.md 3.3), held open
+	// for as long as the test needs rather than the moment it lasts on a quiet machine.
+	HoldEnvoy bool
 }
 
 // IstioAgent is Istio's real pilot-agent, started for a test by StartIstioAgent with the
@@ -62,6 +70,7 @@ type IstioAgent struct {
 	Path, Envoy string
 
 	cmd     *exec.Cmd
+	held    string // the FIFO the agent's start blocks on (IstioOptions.HoldEnvoy); "" if none
 	out     *lineLog
 	started time.Time
 	done    chan struct{} // closed once cmd.Wait has returned
@@ -115,6 +124,11 @@ func StartIstioAgent(t testing.TB, opts IstioOptions) *IstioAgent {
 	env, err := a.env(opts)
 	if err != nil {
 		t.Fatalf("realsidecar: %v", err)
+	}
+	if opts.HoldEnvoy {
+		if env, err = a.hold(env); err != nil {
+			t.Fatalf("realsidecar: holding Envoy back: %v", err)
+		}
 	}
 	a.cmd = exec.Command(path, "proxy", "sidecar", "--templateFile", template)
 	a.cmd.Dir, a.cmd.Env = a.Dir, env
@@ -190,6 +204,81 @@ func (a *IstioAgent) env(opts IstioOptions) ([]string, error) {
 		}
 	}
 	return env, nil
+}
+
+// hold makes the agent's start block before it sets up Envoy (IstioOptions.HoldEnvoy): without
+// ./etc/certs/root-cert.pem the agent takes PROV_CERT's root-cert.pem as the xDS root
+// certificate and reads it, here a FIFO that nothing writes yet. It returns env with PROV_CERT.
+func (a *IstioAgent) hold(env []string) ([]string, error) {
+	if err := os.Remove(filepath.Join(a.Dir, "etc", "certs", "root-cert.pem")); err != nil {
+		return nil, err
+	}
+	prov := filepath.Join(a.Dir, "prov")
+	if err := os.Mkdir(prov, 0o755); err != nil {
+		return nil, err
+	}
+	a.held = filepath.Join(prov, "root-cert.pem")
+	if err := syscall.Mkfifo(a.held, 0o600); err != nil {
+		return nil, err
+	}
+	return append(env, "PROV_CERT="+prov), nil
+}
+
+// ReleaseEnvoy lets an agent started with IstioOptions.HoldEnvoy go on to set up Envoy: it
+// writes the root certificate into the FIFO the agent is reading, then puts a plain file with
+// the same certificate in its place for any later read.
+func (a *IstioAgent) ReleaseEnvoy(t testing.TB) {
+	t.Helper()
+	files, err := WorkloadCertFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem := files[filepath.Join("etc", "certs", "root-cert.pem")]
+	plain := a.held + ".plain"
+	if err := os.WriteFile(plain, pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The open waits for the agent to open the FIFO for reading, which its start does next
+	// if it has not yet.
+	opened := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(a.held, os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.Write(pem)
+			err = errors.Join(err, f.Close())
+		}
+		opened <- err
+	}()
+	select {
+	case err = <-opened:
+	case <-a.done:
+		err = fmt.Errorf("the agent exited before it read %s", a.held)
+	case <-time.After(exitTimeout):
+		err = fmt.Errorf("the agent did not read %s in %v", a.held, exitTimeout)
+	}
+	if err := errors.Join(err, os.Rename(plain, a.held)); err != nil {
+		t.Fatalf("realsidecar: releasing Envoy: %v", err)
+	}
+}
+
+// AwaitStatusPort waits until the agent's status port accepts connections: the agent logs
+// "Opening status port" just before it listens.
+func (a *IstioAgent) AwaitStatusPort(t testing.TB) {
+	t.Helper()
+	a.AwaitLog(t, "Opening status port")
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(a.StatusPort))
+	deadline := time.Now().Add(exitTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, exitTimeout)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) || a.Exited() {
+			t.Fatalf("realsidecar: the agent's status port %s: %v", addr, err)
+		}
+		time.Sleep(5 * time.Millisecond) // the listen follows the log line at once
+	}
 }
 
 func polls(n int) string {
