@@ -14,6 +14,7 @@ import (
 // is the one used, once; a malformed entry is a warning with the annotation's text, and the run
 // goes on with the others.
 func TestSidecarsAnnotation(t *testing.T) {
+	t.Parallel()
 	e := startProfile(t, "linkerd", "--ready-after-probes", "1")
 	value := "linkerd:port=" + e.port("admin") + ",bogus"
 	dir := t.TempDir()

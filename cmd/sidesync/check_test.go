@@ -9,6 +9,7 @@ import (
 // TestWriteTable: the check table is laid out as text/tabwriter lays it out (minimum width 0,
 // padding 2, spaces), which the pod binary does without.
 func TestWriteTable(t *testing.T) {
+	t.Parallel()
 	for _, rows := range [][][]string{
 		{{"SIDECAR", "READY URL", "STATE", "QUIT URL", "NATIVE"}},
 		{{"SIDECAR", "READY URL", "STATE", "QUIT URL", "NATIVE"},

@@ -25,6 +25,7 @@ func withoutEmulator() map[string]string {
 // says why not, and its end-to-end case (profileCases). Everything else about a sidecar is in
 // its catalog row.
 func TestProfilesComplete(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // processes against a real emulated Envoy, and checks that the sidecar was told to quit each
 // time.
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	notExec := filepath.Join(dir, "not-executable")
 	os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644)
@@ -59,6 +60,7 @@ func TestExitCodes(t *testing.T) {
 // TestExitCodeNotFoundInPathWithNonExecutable: a name found in PATH only as a non-executable
 // file is 126, as with execvp and shells; not 127.
 func TestExitCodeFoundButNotExecutable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "job"), []byte("#!/bin/sh\n"), 0o644)
 	r := sidesync(t, []string{"PATH=" + dir + ":" + os.Getenv("PATH")}, "--disabled", "--", "job")
@@ -68,6 +70,7 @@ func TestExitCodeFoundButNotExecutable(t *testing.T) {
 }
 
 func TestUsageExitCode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		env  []string

@@ -15,6 +15,7 @@ import (
 // (scuttle's ENVOY_ADMIN_API on another address keeps scuttle's meaning: waited for but never
 // told to quit: TestScuttleContract, internal/shared/config's TestCompat.)
 func TestFaultRemoteQuitRefused(t *testing.T) {
+	t.Parallel()
 	ip := nonLoopbackIP(t)
 	e := startEmu(t, "--listen", "0.0.0.0:0")
 	remote := "http://" + ip + ":" + e.port("admin")
@@ -49,6 +50,7 @@ func TestFaultRemoteQuitRefused(t *testing.T) {
 // usage error without --allow-remote-ready: exit 2, the command does not run, no request reaches
 // the sidecar. Allowed, the probe goes out and the command runs.
 func TestFaultRemoteReadyRefused(t *testing.T) {
+	t.Parallel()
 	ip := nonLoopbackIP(t)
 	e := startEmu(t, "--listen", "0.0.0.0:0")
 	remote := "http://" + ip + ":" + e.port("admin")

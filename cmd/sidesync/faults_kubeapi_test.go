@@ -24,6 +24,7 @@ import (
 // exit code kept; with --require-sidecar not being able to look is fatal (69, the command does
 // not run). The service-account token never appears in the output.
 func TestFaultKubeAPI(t *testing.T) {
+	t.Parallel()
 	const token = "kube-t0ken-s3cret"
 	forbidden := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusForbidden)
@@ -103,6 +104,7 @@ func TestFaultKubeAPI(t *testing.T) {
 // once, the Pod in three parts 250 ms apart) is read to the end: the Pod is used, with no
 // warning. The delays are the fault itself, not a synchronisation.
 func TestFaultKubeAPISlow(t *testing.T) {
+	t.Parallel()
 	const pod = `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"job-pod","namespace":"jobs"},` +
 		`"spec":{"restartPolicy":"Never","containers":[{"name":"app","image":"example/app:1"}]}}`
 	slow := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -19,6 +19,7 @@ import (
 // of its own (root and util-linux's unshare; they skip otherwise, and the family cases still
 // run).
 func TestFaultLocalhost(t *testing.T) {
+	t.Parallel()
 	has6 := true
 	if l, err := net.Listen("tcp", "[::1]:0"); err != nil {
 		has6 = false

@@ -15,6 +15,7 @@ import (
 // deaf to SIGTERM) or a symlink to an endless device is refused at once, with a warning; the run
 // goes on as without the volume's annotations.
 func TestFaultPodInfoNotAFile(t *testing.T) {
+	t.Parallel()
 	for name, create := range map[string]func(path string) error{
 		"FIFO":                   func(path string) error { return syscall.Mkfifo(path, 0o644) },
 		"symlink to /dev/zero":   func(path string) error { return os.Symlink("/dev/zero", path) },

@@ -18,6 +18,7 @@ import (
 // EOF at once, and never one of sidesync's own descriptors (a socket to the sidecar, say) that
 // took the free number 0.
 func TestFaultStdinClosed(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, "--ready-after-probes", "2")
 	r := runProgram(t, nil, "/bin/sh", "-c", `exec "$@" <&-`, "sh", bin.sidesync, "--admin", e.admin(), "--",
 		"/bin/sh", "-c", `echo "stdin is $(readlink /proc/$$/fd/0)"; cat; exit 6`)
@@ -38,6 +39,7 @@ func TestFaultStdinClosed(t *testing.T) {
 // stdout closed altogether (`>&-`), the command writes to /dev/null, which the Go runtime opens
 // on a closed descriptor 1 at start, and succeeds.
 func TestFaultStdoutReaderGone(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -75,6 +77,7 @@ func TestFaultStdoutReaderGone(t *testing.T) {
 // root (mount namespaces), and skips otherwise: TestFaultTerminationLogUnwritable covers the
 // unprivileged half.
 func TestFaultReadOnlyRoot(t *testing.T) {
+	t.Parallel()
 	unshare, err := exec.LookPath("unshare")
 	if os.Geteuid() != 0 || err != nil {
 		t.Skip("needs root and util-linux's unshare for a read-only mount namespace")
@@ -113,6 +116,7 @@ exec "$@"`
 // (mode 0444 for a user, a read-only bind mount for root) is logged and skipped; the exit code
 // is the command's.
 func TestFaultTerminationLogUnwritable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	termLog := filepath.Join(dir, "termination-log")
 	if err := os.WriteFile(termLog, nil, 0o444); err != nil {

@@ -71,6 +71,7 @@ func (r *running) exitWithin(bound time.Duration) int {
 // (--timeout) covers refused connections only. It took --timeout or four request timeouts
 // before (8.8 s with --quit-timeout 1s and the defaults).
 func TestFaultQuitTimeoutBoundsAHang(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string // before the quit URL and quitBoundArgs
@@ -104,6 +105,7 @@ func TestFaultQuitTimeoutBoundsAHang(t *testing.T) {
 // --timeout. Once it listens, --quit-timeout bounds the quit again: one that accepts and never
 // answers holds sidesync about a second, not minutes.
 func TestFaultQuitSidecarListensLate(t *testing.T) {
+	t.Parallel()
 	t.Run("it answers", func(t *testing.T) {
 		t.Parallel()
 		addr := strings.TrimPrefix(closedAdmin(t), "http://")
@@ -152,6 +154,7 @@ func lateQuit(t *testing.T, addr string) *running {
 // --quit-timeout (exit 69), where a closed connection used to count as a quit and left it
 // running for good.
 func TestFaultQuitLost(t *testing.T) {
+	t.Parallel()
 	t.Run("taken at the third", func(t *testing.T) {
 		t.Parallel()
 		e := startProfile(t, "istio", "--quit-lost", "2")

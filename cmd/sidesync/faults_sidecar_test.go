@@ -30,6 +30,7 @@ func post(t *testing.T, url string) {
 // sidecar that turns unready then neither stops the command nor changes the exit code, and is
 // still told to quit.
 func TestFaultReadyThenNotReady(t *testing.T) {
+	t.Parallel()
 	t.Run("during the wait", func(t *testing.T) {
 		e := startEmu(t)
 		post(t, e.admin()+"/healthcheck/fail") // LIVE, then DRAINING
@@ -69,6 +70,7 @@ func TestFaultReadyThenNotReady(t *testing.T) {
 // runs: the command is not disturbed, its exit code is sidesync's, and the quit that finds
 // nothing listening is retried, logged as failed, and bounded.
 func TestFaultSidecarDiesWhileCommandRuns(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	r := startSidesync(t, nil, "--admin", e.admin(), "--", bin.testcmd, "block")
 	next(t, r.stdout, "started")
@@ -88,6 +90,7 @@ func TestFaultSidecarDiesWhileCommandRuns(t *testing.T) {
 // a protocol error; a redirect is not followed (the emulator sees no request for its target)
 // and is not ready; an endless 200 is read up to the 64 KiB cap and counts as the 200 it is.
 func TestFaultReadyAnswers(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		knobs []string
@@ -130,6 +133,7 @@ func TestFaultReadyAnswers(t *testing.T) {
 // timeout is a success, a slower one a timeout retried within the budget; garbage and an
 // endless body are bounded.
 func TestFaultQuitAnswers(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		knobs []string

@@ -20,6 +20,7 @@ import (
 // SIGTSTP, SIGTTIN, SIGTTOU, which stop it), or by SIGKILL, makes sidesync exit 128+N, as a shell
 // does. The command is a shell that kills itself, with core dumps off.
 func TestFaultKilledBySignal(t *testing.T) {
+	t.Parallel()
 	for sig := syscall.Signal(1); sig < 32; sig++ {
 		switch sig {
 		case syscall.SIGCHLD, syscall.SIGCONT, syscall.SIGURG, syscall.SIGWINCH, syscall.SIGSTOP,
@@ -41,6 +42,7 @@ func TestFaultKilledBySignal(t *testing.T) {
 // operator, a cgroup freezer) are not an exit: sidesync keeps waiting for it, forwards signals
 // once it runs again, and exits with its real exit code.
 func TestFaultStopAndContinue(t *testing.T) {
+	t.Parallel()
 	r := startSidesync(t, nil, "--disabled", "--", bin.testcmd, "signals")
 	l := next(t, r.stdout, "ready line")
 	killOnCleanup(t, l)
@@ -105,6 +107,7 @@ func awaitState(t *testing.T, pid, state string) {
 // sidecar is being told to quit (here it hangs), neither cut the quit short nor change the exit
 // code: the command's 3 stands, and the quit ends within its own limit.
 func TestFaultSignalAfterCommand(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, "--quit-behaviour", "hang")
 	r := startSidesync(t, nil, "--admin", e.admin(), "--quit-request-timeout", "300ms", "--quit-timeout", "1s", "--", bin.testcmd, "exit", "3")
 	r.stderr.await(t, "telling the sidecar to quit")
@@ -123,6 +126,7 @@ func TestFaultSignalAfterCommand(t *testing.T) {
 // stops with 143; while the command runs, the command gets the SIGTERM. Signals of one kind may
 // coalesce, as the kernel's do.
 func TestFaultSignalBurst(t *testing.T) {
+	t.Parallel()
 	burst := func(pid int) {
 		for i := range 3000 {
 			sig := []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGURG, syscall.SIGCHLD, syscall.SIGWINCH}[i%5]
@@ -162,6 +166,7 @@ func TestFaultSignalBurst(t *testing.T) {
 // killed first (the kubelet's order is not known), then sidesync gets SIGTERM, while the command
 // runs (forwarded: the command dies of it) and while it waits for the sidecar.
 func TestFaultPodDeletion(t *testing.T) {
+	t.Parallel()
 	t.Run("while the command runs", func(t *testing.T) {
 		e := startEmu(t)
 		r := startSidesync(t, nil, "--admin", e.admin(), "--", bin.testcmd, "block")

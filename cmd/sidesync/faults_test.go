@@ -28,6 +28,7 @@ import (
 // the command does not start. One taken after the start is forwarded. The signal owner is
 // driven directly, so the order is certain.
 func TestStopSignalBeforeStart(t *testing.T) {
+	t.Parallel()
 	ctx, stop := context.WithCancelCause(context.Background())
 	defer stop(nil)
 	s := newSignals(stop)
@@ -52,6 +53,7 @@ func TestStopSignalBeforeStart(t *testing.T) {
 // the sidecar answers ready, never goes missing: either the command does not start (143), or it
 // starts and receives the signal. Which of the two happens depends on timing; both are right.
 func TestStopSignalWhileProbing(t *testing.T) {
+	t.Parallel()
 	inFlight, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	var quits sync.WaitGroup
@@ -93,6 +95,7 @@ func TestStopSignalWhileProbing(t *testing.T) {
 // it still runs the command, tells the sidecar to quit and exits with the command's code,
 // instead of dying of SIGPIPE at its first log line.
 func TestStderrReaderGone(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -116,6 +119,7 @@ func TestStderrReaderGone(t *testing.T) {
 // TestCommandSIGPIPEDefault (fault 2): the command starts with SIGPIPE at its default
 // disposition; an ignored SIGPIPE would be inherited across exec. cat reads its own status.
 func TestCommandSIGPIPEDefault(t *testing.T) {
+	t.Parallel()
 	r := sidesync(t, nil, "--disabled", "--", "cat", "/proc/self/status")
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
@@ -139,6 +143,7 @@ func TestCommandSIGPIPEDefault(t *testing.T) {
 // nobody reads, a full pipe) or cannot be written (a directory) never holds up sidesync's exit
 // or changes its code. Before the fix the FIFO's open blocked forever, past the test's guard.
 func TestTerminationLogNeverBlocks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	noReader := filepath.Join(dir, "no-reader")
 	full := filepath.Join(dir, "full")
@@ -178,6 +183,7 @@ func TestTerminationLogNeverBlocks(t *testing.T) {
 // TestBadInterpreter (fault 4): a script whose interpreter is missing exits 127, and the message
 // names the interpreter as shells do, not "command not found".
 func TestBadInterpreter(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "job.sh")
 	if err := os.WriteFile(script, []byte("#!/nonexistent/sh\necho hi\n"), 0o755); err != nil {
@@ -199,6 +205,7 @@ func TestBadInterpreter(t *testing.T) {
 // the command does not run. Without it, a detection that could not look (here: a Kubernetes
 // pod without a service-account token) is a warning with the fix, and the command runs.
 func TestRequireSidecar(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	noPodInfo, marker := filepath.Join(dir, "no-podinfo"), filepath.Join(dir, "ran")
 	inPod := []string{"KUBERNETES_SERVICE_HOST=127.0.0.1", "KUBERNETES_SERVICE_PORT=1"}
@@ -231,6 +238,7 @@ func TestRequireSidecar(t *testing.T) {
 // TestSubcommandHelp (fault 11): each subcommand prints its own usage; a near-miss of a
 // subcommand that is not a program exits 127 with a suggestion.
 func TestSubcommandHelp(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		want []string
@@ -263,6 +271,7 @@ func TestSubcommandHelp(t *testing.T) {
 // TestNoCredentialsInOutput (fault 12): a password in a sidecar URL appears nowhere: not in the
 // log (text or JSON, any level), the check table, a usage error or the termination message.
 func TestNoCredentialsInOutput(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	admin := "http://user:s3cret@" + e.addr
 	termLog := filepath.Join(t.TempDir(), "termination-log")
@@ -298,6 +307,7 @@ func TestNoCredentialsInOutput(t *testing.T) {
 // failed attempt. The sidecars take a while to answer, as a draining proxy does, so the
 // descriptors stay busy for longer than the retries of a failed attempt would wait.
 func TestQuitUnderLowDescriptorLimit(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	got := make(map[string]bool)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -329,6 +339,7 @@ func TestQuitUnderLowDescriptorLimit(t *testing.T) {
 // TestCloudSQLQuitOnHealthPort (fault 9): a quit sent to the Cloud SQL proxy's health port gets
 // a 404, and the log says where the quit endpoint really is.
 func TestCloudSQLQuitOnHealthPort(t *testing.T) {
+	t.Parallel()
 	e := startProfile(t, "cloudsql")
 	r := sidesync(t, nil, "--sidecar", "cloudsql:ready-port="+e.port("http")+",quit-port="+e.port("http"), "--", bin.testcmd, "exit", "0")
 	if r.code != 0 {

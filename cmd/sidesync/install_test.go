@@ -19,6 +19,7 @@ const nonRoot = 65532
 // TestInstall (issue 9): "sidesync install DIR" copies the running binary to DIR/sidesync, mode
 // 0555, and the copy runs.
 func TestInstall(t *testing.T) {
+	t.Parallel()
 	self := selfBytes(t)
 	t.Run("copies the running binary", func(t *testing.T) {
 		dir := t.TempDir()
@@ -51,6 +52,7 @@ func TestInstall(t *testing.T) {
 // TestInstallRefuses: a directory that is not there is refused (73), and so is a command line
 // that does not name one (2).
 func TestInstallRefuses(t *testing.T) {
+	t.Parallel()
 	t.Run("what it cannot install into", func(t *testing.T) {
 		dir := t.TempDir()
 		file := filepath.Join(dir, "file")
@@ -100,6 +102,7 @@ func TestInstallRefuses(t *testing.T) {
 // root file system read-only and only DIR writable, into a DIR whose earlier copy belongs to
 // another user. It needs root (to mount and change user), unshare and setpriv.
 func TestInstallAsNonRootOnReadOnlyRoot(t *testing.T) {
+	t.Parallel()
 	if os.Getuid() != 0 {
 		t.Skip("needs root to change user; as a non-root user, TestInstall covers it")
 	}

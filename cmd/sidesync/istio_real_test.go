@@ -61,6 +61,7 @@ func TestRealIstioAgent(t *testing.T) {
 // command or, with --on-timeout start-anyway, runs it. Either way the agent is told to quit
 // and exits 0.
 func TestRealIstioAgentNeverReady(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		onTimeout string
 		code      int
@@ -108,6 +109,7 @@ func TestRealIstioAgentNeverReady(t *testing.T) {
 // command's exit code still passes through; sidesync's quit finds nothing listening, retries,
 // and reports the quit failed without changing the exit code.
 func TestRealIstioAgentGoneBeforeQuit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		kill func(*testing.T, *realsidecar.IstioAgent)
@@ -177,6 +179,7 @@ func TestRealIstioAgentCommandFails(t *testing.T) {
 // TestRealIstioAgentQuitOnSuccess: with --quit on-success the agent is told to quit only after
 // the command exited 0; after a failure it keeps running, ready.
 func TestRealIstioAgentQuitOnSuccess(t *testing.T) {
+	t.Parallel()
 	for _, code := range []int{0, 3} {
 		t.Run(fmt.Sprintf("exit %d", code), func(t *testing.T) {
 			t.Parallel()
@@ -212,6 +215,7 @@ func TestRealIstioAgentQuitOnSuccess(t *testing.T) {
 // address other than loopback (403), and keeps running; sidesync reports the quit failed, with
 // the profile's hint for the 403.
 func TestRealIstioAgentQuitRefused(t *testing.T) {
+	t.Parallel()
 	t.Run("GET", func(t *testing.T) {
 		t.Parallel()
 		a := startedIstioAgent(t, realsidecar.IstioOptions{})

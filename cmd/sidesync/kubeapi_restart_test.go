@@ -35,6 +35,7 @@ func podWithRestartRules(sqlHTTP, sqlAdmin string) map[string]any {
 // SIDESYNC_CONTAINER, and keeps the sidecar for an exit that the kubelet restarts. Without the
 // container's name it cannot tell (another container could be this one), says so, and quits.
 func TestRestartFromKubernetesAPI(t *testing.T) {
+	t.Parallel()
 	c := kubetest.Start(t)
 	const ns = "jobs"
 	c.CreateNamespace(t, ns)

@@ -56,6 +56,7 @@ func serviceAccountDir(t *testing.T, c *kubetest.Cluster, token, namespace strin
 // its flags give, then told to quit). Without RBAC permission it says why and runs the command
 // at once.
 func TestDetectFromKubernetesAPI(t *testing.T) {
+	t.Parallel()
 	c := kubetest.Start(t)
 	const ns = "jobs"
 	c.CreateNamespace(t, ns)

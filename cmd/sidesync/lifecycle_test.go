@@ -16,6 +16,7 @@ func isReady(f map[string]string) bool { return f["path"] == "/ready" }
 // TestWaitThenRun: the command starts only after the sidecar turned LIVE, and the sidecar is
 // told to quit after it ends and exits 0.
 func TestWaitThenRun(t *testing.T) {
+	t.Parallel()
 	// Ready after three "not ready" answers, not after a time: under load the first probe may
 	// come late, and the test must still see the sidecar become ready while probed.
 	e := startEmu(t, "--ready-after-probes", "3")
@@ -40,6 +41,7 @@ func TestWaitThenRun(t *testing.T) {
 
 // TestNeverReady covers each policy for a sidecar that never turns ready.
 func TestNeverReady(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		args      []string
@@ -86,6 +88,7 @@ func TestNeverReady(t *testing.T) {
 // or is not there at all, ends in a bounded, documented outcome: exit 69 after the timeout, with
 // the last problem in the log.
 func TestProbeFailureModes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		behaviour string
 		wantLog   string
@@ -116,6 +119,7 @@ func TestProbeFailureModes(t *testing.T) {
 // TestQuitFailureModes: whatever the quit endpoint does, sidesync exits with the command's code
 // within the quit limits, and says what happened.
 func TestQuitFailureModes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		behaviour string
 		wantLog   []string
@@ -161,6 +165,7 @@ func closedAdmin(t *testing.T) string {
 // The emulator starts only once sidesync has logged a refused probe, so the order does not
 // depend on timing.
 func TestLateListen(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +203,7 @@ func TestLateListen(t *testing.T) {
 // TestStdio: stdout carries the command's bytes and nothing else, even with debug logs, and
 // stdin reaches the command.
 func TestStdio(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	payload := "line one\n\tbinary \xff\x01\nno newline at the end"
 	r := sidesync(t, nil, "--admin", e.admin(), "--log-level", "debug", "--", bin.testcmd, "print", payload)
@@ -237,6 +243,7 @@ func runWithStdin(t *testing.T, in string, args ...string) string {
 
 // TestJSONLogs: every stderr line is a JSON object with a message, durations readable.
 func TestJSONLogs(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	r := sidesync(t, nil, "--admin", e.admin(), "--log-format", "json", "--", bin.testcmd, "exit", "0")
 	var last map[string]any
@@ -259,6 +266,7 @@ func TestJSONLogs(t *testing.T) {
 // TestTerminationLog: the summary is appended to the termination-message file, after whatever
 // the command wrote there.
 func TestTerminationLog(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	path := filepath.Join(t.TempDir(), "termination-log")
 	os.WriteFile(path, nil, 0o644)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,12 +41,12 @@ func TestMain(m *testing.M) {
 	case "sidesync":
 		os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdin, os.Stdout, os.Stderr))
 	case "testcmd":
-		os.Exit(testCommand(os.Args[1:]))
+		exitNow(testCommand(os.Args[1:]))
 	case "sidesync-emulator": // sidesync-emulator emulate PROFILE [flags], as cmd/sidesync-emulator
 		if len(os.Args) < 2 || os.Args[1] != "emulate" {
-			os.Exit(2)
+			exitNow(2)
 		}
-		os.Exit(emulator.Main(os.Args[2:], os.Stdout, os.Stderr))
+		exitNow(emulator.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	dir, err := os.MkdirTemp("", "sidesync-test-")
 	if err != nil {
@@ -65,9 +66,32 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	parallelTests(4)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// exitNow ends the test's own helpers, the command and the emulated sidecar, at once. os.Exit(0)
+// in a binary built with -race first sleeps a second (the race detector's atexit_sleep_ms), so
+// every command that succeeded held its sidesync, and every emulator its test, a second longer:
+// minutes over the package. sidesync itself still exits through os.Exit, race checks and all.
+func exitNow(code int) {
+	unix.Exit(code)
+}
+
+// parallelTests runs n tests at once (go test's -parallel) unless -test.parallel was given:
+// they spend their time waiting on the processes they start, so the default of one per core
+// left the cores idle, and this package's tests took two minutes one after another. The few
+// that change the whole process (signals sent to it, the soaks' counts of its children) do not
+// call t.Parallel, and so run before the others start.
+func parallelTests(n int) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
 
 // testCommand is the wrapped command of the tests: testcmd MODE [ARGS...].

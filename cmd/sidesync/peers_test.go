@@ -76,6 +76,7 @@ func emulatorQuitOnce(t *testing.T, e *emu) {
 // TestPeersLastToEndQuits: the first wrapped container to end keeps the sidecars (its summary
 // says "skipped (peers)" and it sends nothing); the last tells them to quit, once.
 func TestPeersLastToEndQuits(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	dir := t.TempDir()
 	main := blocking(t, peer(dir, "main"), "--admin", e.admin())
@@ -98,6 +99,7 @@ func TestPeersLastToEndQuits(t *testing.T) {
 // TestPeersEndAtOnce: two wrapped containers that end at the same moment: at least one tells the
 // sidecar to quit, at most both do, and the sidecar always quits.
 func TestPeersEndAtOnce(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	dir := t.TempDir()
 	main := blocking(t, peer(dir, "main"), "--admin", e.admin())
@@ -123,6 +125,7 @@ func TestPeersEndAtOnce(t *testing.T) {
 // restart rule for 42) still runs: its peer that ends meanwhile keeps the sidecars; its next run,
 // which ends for good, tells them to quit.
 func TestPeersRestartInPlace(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	dir := t.TempDir()
 	wait := blocking(t, peer(dir, "wait"), "--admin", e.admin())
@@ -148,6 +151,7 @@ func TestPeersRestartInPlace(t *testing.T) {
 // if not, the sidecars are told to quit anyway with a warning, and a peer that starts afterwards
 // finds no sidecar and exits 69. After a stop signal nothing is waited for.
 func TestPeersNeverStarted(t *testing.T) {
+	t.Parallel()
 	t.Run("it never starts", func(t *testing.T) {
 		e := startEmu(t)
 		dir := t.TempDir()
@@ -194,6 +198,7 @@ func TestPeersNeverStarted(t *testing.T) {
 // missing and the container quits the sidecars when its own command ends. --peers (or
 // SIDESYNC_PEERS), even empty, beats the annotation.
 func TestPeersFromAnnotation(t *testing.T) {
+	t.Parallel()
 	podInfo := t.TempDir()
 	ann := "app=\"job\"\nsidesync.io/wrapped=\"main,wait\"\n"
 	if err := os.WriteFile(filepath.Join(podInfo, "annotations"), []byte(ann), 0o644); err != nil {
@@ -240,6 +245,7 @@ func TestPeersFromAnnotation(t *testing.T) {
 // TestPeersOtherSubcommands: "sidesync wait" marks nothing, and "sidesync quit" quits whatever
 // the peers' marks say.
 func TestPeersOtherSubcommands(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	dir := t.TempDir()
 	if r := sidesync(t, peer(dir, "main"), "wait", "--admin", e.admin()); r.code != 0 {
@@ -260,6 +266,7 @@ func TestPeersOtherSubcommands(t *testing.T) {
 
 // TestPeersUsage: two peers need a state directory and this container's name among them.
 func TestPeersUsage(t *testing.T) {
+	t.Parallel()
 	r := sidesync(t, []string{"SIDESYNC_CONTAINER=app"}, "--peers", "main,wait", "--disabled", "--", bin.testcmd, "exit", "0")
 	if r.code != 2 {
 		t.Errorf("exit %d, want 2", r.code)
@@ -272,6 +279,7 @@ func TestPeersUsage(t *testing.T) {
 // cannot hold this container's mark: one warning, and the container quits the sidecars when its
 // own command ends. A peer's mark that cannot be understood counts as running: the sidecars stay.
 func TestPeersStateDirFaults(t *testing.T) {
+	t.Parallel()
 	t.Run("missing", func(t *testing.T) {
 		e := startEmu(t)
 		missing := filepath.Join(t.TempDir(), "not-mounted")

@@ -11,6 +11,7 @@ import (
 // TestPlatformMatching: the names an image index may give the platform sidesync runs on, and
 // which entry of a platform-commands map is picked.
 func TestPlatformMatching(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		goos, goarch  string
@@ -60,6 +61,7 @@ func thisPlatform() string { return platformCandidates(runtime.GOOS, runtime.GOA
 // this platform exits 127 naming those there are; a command after "--" wins; malformed JSON is
 // a usage error.
 func TestPlatformCommands(t *testing.T) {
+	t.Parallel()
 	cmds := `{"` + thisPlatform() + `": ["` + bin.testcmd + `", "exit", "7"], "plan9/386": ["/job"]}`
 	r := sidesync(t, []string{"SIDESYNC_PLATFORM_COMMANDS=" + cmds}, "--disabled", "--")
 	if r.code != 7 {

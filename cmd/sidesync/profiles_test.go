@@ -57,6 +57,7 @@ func profileCases() map[string]profileCase {
 // TestProfiles runs every profile against its emulator: sidesync waits on the right endpoint
 // until it is ready, runs the command, quits the sidecar, and the sidecar exits 0.
 func TestProfiles(t *testing.T) {
+	t.Parallel()
 	cases := profileCases()
 	for _, profile := range slices.Sorted(maps.Keys(cases)) {
 		tc := cases[profile]
@@ -92,6 +93,7 @@ func TestProfiles(t *testing.T) {
 // TestSeveralSidecars waits for two sidecars at once and quits both; a sidecar whose quit hangs
 // does not delay the other's.
 func TestSeveralSidecars(t *testing.T) {
+	t.Parallel()
 	istio := startProfile(t, "istio", "--ready-after", "300ms")
 	csql := startProfile(t, "cloudsql", "--ready-after", "500ms", "--quit-behaviour", "hang")
 	spec := "istio:ready-port=" + istio.port("envoy-status") + ",quit-port=" + istio.port("status") +
@@ -117,6 +119,7 @@ func TestSeveralSidecars(t *testing.T) {
 
 // TestOneSidecarNeverReady: the command does not start, and both sidecars are still told to quit.
 func TestOneSidecarNeverReady(t *testing.T) {
+	t.Parallel()
 	envoy := startEmu(t)
 	linkerd := startProfile(t, "linkerd", "--never-ready")
 	r := sidesync(t, nil, "--sidecar", "envoy:port="+envoy.port("admin"), "--sidecar", "linkerd:port="+linkerd.port("admin"),
@@ -132,6 +135,7 @@ func TestOneSidecarNeverReady(t *testing.T) {
 
 // TestLinkerdShutdownDisabled: Linkerd's 404 names the annotation that enables /shutdown.
 func TestLinkerdShutdownDisabled(t *testing.T) {
+	t.Parallel()
 	e := startProfile(t, "linkerd", "--shutdown-disabled")
 	r := sidesync(t, nil, "--sidecar", "linkerd:port="+e.port("admin"), "--", bin.testcmd, "exit", "3")
 	if r.code != 3 {
@@ -143,6 +147,7 @@ func TestLinkerdShutdownDisabled(t *testing.T) {
 // TestQuitFromLoopback: Istio and Linkerd answer 403 to a quit from another address, which
 // sidesync never sends on its own; given the pod IP, the error says why.
 func TestQuitFromLoopback(t *testing.T) {
+	t.Parallel()
 	ip := nonLoopbackIP(t)
 	for _, tc := range []struct{ profile, spec string }{
 		{"istio", "istio:host=%s,ready-port=%s,quit-port=%s"},
@@ -187,6 +192,7 @@ func nonLoopbackIP(t *testing.T) string {
 
 // TestDaprToken: the quit carries DAPR_API_TOKEN, and the token never reaches the log.
 func TestDaprToken(t *testing.T) {
+	t.Parallel()
 	const token = "t0ken-s3cret"
 	e := startProfile(t, "dapr", "--api-token", token)
 	spec := "dapr:port=" + e.port("http")
@@ -202,6 +208,7 @@ func TestDaprToken(t *testing.T) {
 // TestDaprWaitsOnOutbound: /v1.0/healthz waits for the app, which a job starts only after the
 // sidecar is ready: waiting on it deadlocks, waiting on /healthz/outbound does not.
 func TestDaprWaitsOnOutbound(t *testing.T) {
+	t.Parallel()
 	e := startProfile(t, "dapr", "--app-channel", "--ready-after", "100ms")
 	healthz := "http:ready=http://127.0.0.1:" + e.port("http") + "/v1.0/healthz"
 	if r := sidesync(t, nil, "--sidecar", healthz, "--timeout", "500ms", "--", bin.testcmd, "exit", "0"); r.code != 69 {
@@ -217,6 +224,7 @@ func TestDaprWaitsOnOutbound(t *testing.T) {
 // 127.0.0.1 only is still reached when localhost resolves to ::1 first. Each case runs sidesync
 // in a mount namespace of its own with that /etc/hosts (needs root and util-linux's unshare).
 func TestLocalhostIPv6(t *testing.T) {
+	t.Parallel()
 	unshare, err := exec.LookPath("unshare")
 	if os.Geteuid() != 0 || err != nil {
 		t.Skip("needs root and unshare to give sidesync its own /etc/hosts")
@@ -248,6 +256,7 @@ func TestLocalhostIPv6(t *testing.T) {
 // TestNativeSidecars: a native sidecar is waited for but never told to quit; one with a startup
 // probe is not even waited for.
 func TestNativeSidecars(t *testing.T) {
+	t.Parallel()
 	e := startProfile(t, "istio", "--ready-after", "100ms")
 	ports := "ready-port=" + e.port("envoy-status") + ",quit-port=" + e.port("status")
 	r := sidesync(t, nil, "--sidecar", "istio:native=true,"+ports, "--", bin.testcmd, "exit", "0")
@@ -267,6 +276,7 @@ func TestNativeSidecars(t *testing.T) {
 // TestDetectFromAnnotations: with no sidecar configured, the pod's annotations in a downward-API
 // volume name it, with its port.
 func TestDetectFromAnnotations(t *testing.T) {
+	t.Parallel()
 	e := startProfile(t, "linkerd", "--ready-after", "100ms")
 	dir := t.TempDir()
 	ann := "linkerd.io/proxy-version=\"edge-26.8.3\"\nconfig.linkerd.io/admin-port=\"" + e.port("admin") +
@@ -281,6 +291,7 @@ func TestDetectFromAnnotations(t *testing.T) {
 
 // TestNothingDetected: no configuration and nothing found runs the command at once, saying so.
 func TestNothingDetected(t *testing.T) {
+	t.Parallel()
 	r := sidesync(t, nil, "--pod-info", filepath.Join(t.TempDir(), "none"), "--service-account-dir", t.TempDir(), "--", bin.testcmd, "exit", "4")
 	if r.code != 4 {
 		t.Errorf("exit %d, want 4", r.code)
@@ -292,6 +303,7 @@ func TestNothingDetected(t *testing.T) {
 
 // TestCheck prints one line per sidecar and fails when one is not ready.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	envoy := startEmu(t)
 	csql := startProfile(t, "cloudsql", "--never-ready")
 	r := sidesync(t, nil, "check", "--sidecar", "envoy:port="+envoy.port("admin"), "--sidecar",

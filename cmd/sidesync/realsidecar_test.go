@@ -14,6 +14,7 @@ import (
 // module proxy by .ci/build-cloudsql-proxy.sh: it must wait for /startup, run the command, quit
 // the proxy on its admin port (bound to "localhost"), and the proxy must exit 0.
 func TestRealCloudSQLProxy(t *testing.T) {
+	t.Parallel()
 	p := realsidecar.StartCloudSQLProxy(t)
 	marker := filepath.Join(t.TempDir(), "ran")
 	spec := fmt.Sprintf("cloudsql:ready-port=%d,quit-port=%d", p.HTTPPort, p.AdminPort)

@@ -13,6 +13,7 @@ import (
 // TestReapOrphans: an orphaned grandchild that exits is reaped by sidesync when it is a child
 // subreaper or PID 1, while the command still runs; no zombie is left behind.
 func TestReapOrphans(t *testing.T) {
+	t.Parallel()
 	t.Run("subreaper", func(t *testing.T) {
 		testReap(t, nil, "--subreaper")
 	})

@@ -12,6 +12,7 @@ import (
 // Every sidecar ends up told to quit exactly once: a run that keeps it is followed by one that
 // quits it, and the count is read once the emulator has exited.
 func TestRestartKeepsSidecars(t *testing.T) {
+	t.Parallel()
 	const rules42 = `SIDESYNC_RESTART_RULES=[{"action":"Restart","exitCodes":{"operator":"In","values":[42]}}]`
 	tests := []struct {
 		name     string
@@ -71,6 +72,7 @@ func TestRestartKeepsSidecars(t *testing.T) {
 
 // TestQuitIgnoresRestart: "sidesync quit" is asked to quit, and does, whatever the restart rules.
 func TestQuitIgnoresRestart(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	r := sidesync(t, []string{"SIDESYNC_RESTART_POLICY=Always"}, "quit", "--admin", e.admin())
 	if r.code != 0 || e.waitExit() != 0 || e.quits() != 1 {
@@ -80,6 +82,7 @@ func TestQuitIgnoresRestart(t *testing.T) {
 
 // TestRestartUsageErrors: a bad restart setting is a usage error that names it.
 func TestRestartUsageErrors(t *testing.T) {
+	t.Parallel()
 	r := sidesync(t, []string{`SIDESYNC_RESTART_RULES=[{"action":"Restart","exitCodes":{"operator":"In","values":[1.5]}}]`},
 		"--restart-policy", "Sometimes", "--disabled", "--", bin.testcmd, "exit", "0")
 	if r.code != 2 {

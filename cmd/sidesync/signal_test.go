@@ -139,6 +139,7 @@ func (r *running) exit() int {
 // TestForwardedSignals sends each forwarded signal to sidesync and reads the command's echo of
 // it; SIGURG and SIGCHLD sent in between must never arrive.
 func TestForwardedSignals(t *testing.T) {
+	t.Parallel()
 	for _, group := range []bool{false, true} {
 		name := "to the command"
 		if group {
@@ -176,6 +177,7 @@ func TestForwardedSignals(t *testing.T) {
 // TestSignalGroup: with --signal-group every process of the command's group gets the signal;
 // without it, only the command.
 func TestSignalGroup(t *testing.T) {
+	t.Parallel()
 	for _, group := range []bool{false, true} {
 		t.Run(map[bool]string{false: "command only", true: "whole group"}[group], func(t *testing.T) {
 			args := []string{"--disabled", "--signal-group=" + map[bool]string{false: "false", true: "true"}[group], "--", bin.testcmd, "group"}
@@ -220,6 +222,7 @@ func sorted(s []string) []string {
 // TestSignalDuringWait: SIGTERM or SIGINT while waiting stops at once, without running the
 // command, tells the sidecar to quit, and exits 128+N.
 func TestSignalDuringWait(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
 		t.Run(child.SignalName(sig), func(t *testing.T) {
 			t.Parallel()
@@ -249,6 +252,7 @@ func TestSignalDuringWait(t *testing.T) {
 // TestSignalDuringWaitQuitPolicy: with --quit on-success a signal during the wait is not a
 // success, so the sidecar is left alone.
 func TestSignalDuringWaitQuitPolicy(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, "--never-ready")
 	r := startSidesync(t, nil, "--admin", e.admin(), "--quit", "on-success", "--", bin.testcmd, "exit", "0")
 	e.await("request", func(f map[string]string) bool { return f["path"] == "/ready" })

@@ -41,6 +41,7 @@ func startBlocked(t *testing.T, mode string) *exec.Cmd {
 // TestSignal: "sidesync signal" sends its signal to a real process and reports whether it
 // ended, within its --timeout; each exit code of its contract.
 func TestSignal(t *testing.T) {
+	t.Parallel()
 	t.Run("the process ends", func(t *testing.T) {
 		p := startBlocked(t, "block")
 		pid := strconv.Itoa(p.Process.Pid)

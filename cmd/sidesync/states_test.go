@@ -10,6 +10,7 @@ import (
 // TestStateWords: every state of every phase prints the words the summary printed when states
 // were strings, and no two states of a phase print the same.
 func TestStateWords(t *testing.T) {
+	t.Parallel()
 	want := map[fmt.Stringer]string{
 		waitNotRun: "", waitReady: "ready", waitNotReady: "not ready", waitStopped: "stopped", waitDisabled: "disabled",
 		waitNotWaited: "not waited for", waitNothing: "nothing to wait for",
@@ -39,6 +40,7 @@ func TestStateWords(t *testing.T) {
 // TestNotFoundHintFollowsTheCommandThatRan: the "did you mean" hint looks at the command that was
 // decided to run, not at the configuration: a platform command is never a misspelt subcommand.
 func TestNotFoundHintFollowsTheCommandThatRan(t *testing.T) {
+	t.Parallel()
 	notFound := &child.StartError{Code: child.ExitNotFound}
 	if got := notFoundHint(notFound, command{argv: []string{"verison"}}); got == "" {
 		t.Error("a typed command that is a misspelt subcommand gets no hint")

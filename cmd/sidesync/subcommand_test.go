@@ -13,6 +13,7 @@ import (
 // TestArticleContract runs the article's deployment unchanged: PROXY=true, proxyEndpoint with
 // a trailing slash, interval and maxRetries.
 func TestArticleContract(t *testing.T) {
+	t.Parallel()
 	t.Run("PROXY=true waits and quits", func(t *testing.T) {
 		e := startEmu(t, "--ready-after", "200ms")
 		env := []string{"PROXY=true", "proxyEndpoint=" + e.admin() + "/", "interval=1", "maxRetries=5"}
@@ -44,6 +45,7 @@ func TestArticleContract(t *testing.T) {
 
 // TestScuttleContract runs scuttle's variables unchanged.
 func TestScuttleContract(t *testing.T) {
+	t.Parallel()
 	t.Run("ENVOY_ADMIN_API waits and quits", func(t *testing.T) {
 		e := startEmu(t, "--ready-after", "100ms")
 		generic := startEmu(t)
@@ -84,6 +86,7 @@ func TestScuttleContract(t *testing.T) {
 }
 
 func TestWaitSubcommand(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t, "--ready-after", "100ms")
 	if r := sidesync(t, nil, "wait", "--admin", e.admin()); r.code != 0 || e.quits() != 0 {
 		t.Errorf("wait: exit %d, %d quits; stderr:\n%s", r.code, e.quits(), r.stderr)
@@ -98,6 +101,7 @@ func TestWaitSubcommand(t *testing.T) {
 }
 
 func TestQuitSubcommand(t *testing.T) {
+	t.Parallel()
 	e := startEmu(t)
 	if r := sidesync(t, nil, "quit", "--admin", e.admin()); r.code != 0 || e.waitExit() != 0 {
 		t.Errorf("quit: exit %d; stderr:\n%s", r.code, r.stderr)
@@ -108,6 +112,7 @@ func TestQuitSubcommand(t *testing.T) {
 }
 
 func TestVersionAndHelp(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		if r := sidesync(t, nil, args...); r.code != 0 || !strings.HasPrefix(r.stdout, "sidesync ") {
 			t.Errorf("%v: exit %d, stdout %q", args, r.code, r.stdout)
@@ -127,6 +132,7 @@ func TestVersionAndHelp(t *testing.T) {
 // memory while waiting), regexp, or the emulators (a test tool).
 // crypto/tls is linked for one request: reading the pod from the Kubernetes API.
 func TestBinaryDependencies(t *testing.T) {
+	t.Parallel()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("needs the go command on PATH, to list the binary's dependencies")
@@ -157,6 +163,7 @@ func TestBinaryDependencies(t *testing.T) {
 // .ci/run builds once and hands over in SIDESYNC_RELEASE_DIST) says in "version" the version and
 // the commit of this checkout. The default run skips it (releasetest.Dist).
 func TestReleaseVersion(t *testing.T) {
+	t.Parallel()
 	head, err := exec.Command("git", "-c", "safe.directory=*", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skip("needs a git checkout, to compare the stamped commit with HEAD:", strings.TrimSpace(err.Error()))
@@ -176,6 +183,7 @@ func TestReleaseVersion(t *testing.T) {
 // named by a flag or SIDESYNC_* variable is waited for and told to quit, whatever the article's
 // and scuttle's variables say; the article's PROXY=true works beside scuttle's other variables.
 func TestContractPrecedence(t *testing.T) {
+	t.Parallel()
 	t.Run("--admin beside scuttle's variables is waited for and quit", func(t *testing.T) {
 		e := startEmu(t, "--ready-after-probes", "1")
 		r := sidesync(t, []string{"SCUTTLE_LOGGING=true", "START_WITHOUT_ENVOY=false"}, "--admin", e.admin(), "--", bin.testcmd, "exit", "0")

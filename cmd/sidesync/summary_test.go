@@ -10,6 +10,7 @@ import (
 // and the bound are both there when it runs again; the answer must win, every time (select
 // alone would pick either, and the 10,000-run soak saw the spurious warning once in 1,400).
 func TestTerminationLogStall(t *testing.T) {
+	t.Parallel()
 	for i := range 1000 {
 		done := make(chan error, 1)
 		done <- nil
