@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -336,16 +337,15 @@ type injectorProcess struct {
 // buildInjector builds this command into a temporary directory, stamped with testVersion.
 func buildInjector(b testing.TB) string {
 	b.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		b.Skipf("no go tool to build the injector: %v", err)
 	}
-	bin := filepath.Join(b.TempDir(), "sidesync-injector")
-	cmd := exec.Command(goTool, "build", "-o", bin, "-ldflags=-X github.com/sidesync/sidesync/internal/shared/buildinfo.version="+testVersion, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	dir := b.TempDir()
+	if err := kubetest.BuildStaticStamped(context.Background(), dir, "-X github.com/sidesync/sidesync/internal/shared/buildinfo.version="+testVersion,
+		"github.com/sidesync/sidesync/cmd/sidesync-injector"); err != nil {
+		b.Fatal(err)
 	}
-	return bin
+	return filepath.Join(dir, "sidesync-injector")
 }
 
 // startInjectorProcess runs the injector binary with the test CA's certificate and kubeconfig,

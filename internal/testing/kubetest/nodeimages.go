@@ -44,9 +44,21 @@ type Image struct {
 }
 
 // BuildStatic builds the module's main packages (import paths) as static Linux binaries into
-// dir, each named after its package's last element.
+// dir, each named after its package's last element. The flags that decide how packages compile
+// are scripts/release.sh's (static, trimmed), so that in CI, after the release step, only the
+// links are left to do.
 func BuildStatic(ctx context.Context, dir string, pkgs ...string) error {
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-trimpath", "-o", dir + "/"}, pkgs...)...)
+	return BuildStaticStamped(ctx, dir, "", pkgs...)
+}
+
+// BuildStaticStamped is BuildStatic with the linker flags ldflags ("" for none), such as -X
+// settings that stamp a version.
+func BuildStaticStamped(ctx context.Context, dir, ldflags string, pkgs ...string) error {
+	args := []string{"build", "-trimpath", "-o", dir + "/"}
+	if ldflags != "" {
+		args = append(args, "-ldflags="+ldflags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, pkgs...)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %v: %s", strings.Join(pkgs, " "), err, out)
