@@ -188,7 +188,7 @@ func quit(ctx context.Context, c Call, o QuitOptions, dial dialFunc) (QuitResult
 	res.Attempts, res.Took = q.attempts, time.Since(q.start)
 	if err != nil {
 		if errors.Is(err, errUnanswered) {
-			err = fmt.Errorf("%w %d times, and it still listens: it did not take the quit", err, q.unanswered)
+			err = fmt.Errorf("%w, %d times in all, and it still listens: it did not take the quit", err, q.unanswered)
 		}
 		return res, &QuitError{URL: q.url(), Attempts: q.attempts, Took: res.Took, Err: err, Hint: q.hint(err)}
 	}
