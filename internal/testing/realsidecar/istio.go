@@ -210,7 +210,7 @@ func (a *IstioAgent) env(opts IstioOptions) ([]string, error) {
 // ./etc/certs/root-cert.pem the agent takes PROV_CERT's root-cert.pem as the xDS root
 // certificate and reads it, here a FIFO that nothing writes yet. It returns env with PROV_CERT.
 func (a *IstioAgent) hold(env []string) ([]string, error) {
-	if err := os.Remove(filepath.Join(a.Dir, "etc", "certs", "root-cert.pem")); err != nil {
+	if err := os.Remove(filepath.Join(a.Dir, mountedRootCert)); err != nil {
 		return nil, err
 	}
 	prov := filepath.Join(a.Dir, "prov")
@@ -233,7 +233,7 @@ func (a *IstioAgent) ReleaseEnvoy(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pem := files[filepath.Join("etc", "certs", "root-cert.pem")]
+	pem := files[mountedRootCert]
 	plain := a.held + ".plain"
 	if err := os.WriteFile(plain, pem, 0o600); err != nil {
 		t.Fatal(err)

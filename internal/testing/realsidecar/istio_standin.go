@@ -121,12 +121,17 @@ func WorkloadCertFiles() (map[string][]byte, error) {
 	}
 	creds := filepath.Join("var", "run", "secrets", "workload-spiffe-credentials")
 	return map[string][]byte{
-		filepath.Join(creds, "cert-chain.pem"):         workloadCert.certPEM,
-		filepath.Join(creds, "key.pem"):                workloadCert.keyPEM,
-		filepath.Join(creds, "root-cert.pem"):          workloadCert.certPEM,
-		filepath.Join("etc", "certs", "root-cert.pem"): workloadCert.certPEM,
+		filepath.Join(creds, "cert-chain.pem"): workloadCert.certPEM,
+		filepath.Join(creds, "key.pem"):        workloadCert.keyPEM,
+		filepath.Join(creds, "root-cert.pem"):  workloadCert.certPEM,
+		mountedRootCert:                        workloadCert.certPEM,
 	}, nil
 }
+
+// mountedRootCert is the root certificate of Istio's old mounted-certificate layout
+// (./etc/certs/root-cert.pem under the agent's working directory), which the agent takes as the
+// xDS root certificate when it exists.
+var mountedRootCert = filepath.Join("etc", "certs", "root-cert.pem")
 
 // writeWorkloadCerts writes WorkloadCertFiles under the agent's working directory dir.
 func writeWorkloadCerts(dir string) error {
