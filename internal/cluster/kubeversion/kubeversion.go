@@ -83,6 +83,11 @@ var (
 	MutatingAdmissionPolicy = Feature{Name: "MutatingAdmissionPolicy (admissionregistration.k8s.io/v1)", Since: Version{36}, Section: "10"}
 )
 
+// NativeKubelet is the oldest kubelet that runs native sidecars by default: `--native auto`
+// (inject, the webhook, the policy) converts sidecars into native ones only where every node
+// that can run the pod runs this version or a newer one, and lint suggests it likewise.
+var NativeKubelet = NativeSidecars.Since
+
 // In reports whether version v has f on by default.
 func (f Feature) In(v Version) bool { return v.AtLeast(f.Since) }
 
