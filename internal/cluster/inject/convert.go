@@ -1,7 +1,9 @@
 package inject
 
 import (
+	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sidesync/sidesync/internal/shared/catalog"
@@ -51,11 +53,15 @@ func conversions(p *catalog.Pod) []Conversion {
 		if s.Native || s.Entry == nil {
 			continue
 		}
-		if s.Container == nil {
+		switch {
+		case s.Container == nil:
 			out = append(out, ask(p.View, s))
-			continue
+		case len(p.Apps)+len(p.Stopped) == 0:
+			out = append(out, Conversion{Container: s.Container.Name, Profile: s.Entry.Name,
+				Why: "the pod has no other regular container, which a native sidecar needs beside it"})
+		default:
+			out = append(out, convert(p.View, s))
 		}
-		out = append(out, convert(p.View, s))
 	}
 	return out
 }
@@ -117,4 +123,171 @@ func classicNames(v *manifest.PodView) []string {
 		}
 	}
 	return names
+}
+
+// The startup probe's timing: once a second, for as long as sidesync waits by default (two
+// minutes), after which the kubelet restarts the sidecar.
+const (
+	probePeriod   = "1"
+	probeFailures = "120"
+)
+
+// nativize carries out Conversions on the pod of w (read as pod): each classic sidecar it
+// converts is moved from containers into initContainers (placeInits) with restartPolicy Always,
+// the variables its probe needs and, unless it has one, a startup probe; each mesh asked gets
+// its annotation. It returns the conversions, and whether it changed the pod.
+func nativize(w *manifest.Workload, pod *manifest.PodView) ([]Conversion, bool, error) {
+	conv := conversions(catalog.Sort(pod, catalog.Options{Requests: true}))
+	moved := map[string]bool{}
+	var asks []catalog.Mark
+	for _, c := range conv {
+		switch {
+		case c.Native:
+			if err := makeNative(pod.Container(c.Container), c.Change); err != nil {
+				return nil, false, err
+			}
+			moved[c.Container] = true
+		case c.Ask != nil:
+			asks = append(asks, *c.Ask)
+		}
+	}
+	if len(moved) > 0 {
+		if err := placeInits(pod, moved); err != nil {
+			return nil, false, err
+		}
+	}
+	if len(asks) > 0 {
+		ann := ensureMap(ensureMap(w.Template, "metadata"), "annotations")
+		for _, m := range asks {
+			ann[m.Key] = m.Value
+		}
+	}
+	return conv, len(moved)+len(asks) > 0, nil
+}
+
+// makeNative turns the container into a native sidecar, keeping every field the user set: its
+// restartPolicy (which conversions left unset), the variables ch adds after the user's, and a
+// startup probe unless it has one of its own.
+func makeNative(c *manifest.Container, ch catalog.NativeChange) error {
+	env, err := manifest.ListAt(c.M, "env", c.Path)
+	if err != nil {
+		return err
+	}
+	for _, e := range ch.Env {
+		env = append(env, envVar(e.Name, e.Value))
+	}
+	if len(env) > 0 {
+		c.M["env"] = env
+	}
+	c.M["restartPolicy"] = string(restart.Always)
+	if ch.Probe && !c.StartupProbe {
+		c.M["startupProbe"] = map[string]any{
+			"httpGet":          map[string]any{"path": ch.Path, "port": json.Number(strconv.Itoa(ch.Port))},
+			"periodSeconds":    json.Number(probePeriod),
+			"failureThreshold": json.Number(probeFailures),
+		}
+	}
+	return nil
+}
+
+// placeInits moves the containers named in moved from the pod's containers into its
+// initContainers, in their order. Kubernetes starts init containers one after another, and a
+// native sidecar when its turn comes, so an init container before it cannot use it: each goes
+// first, unless an init container mounts a volume it mounts too (one that writes its
+// configuration or credentials), after the last of which it goes.
+func placeInits(pod *manifest.PodView, moved map[string]bool) error {
+	spec := manifest.Join(pod.Path, "spec")
+	inits, err := manifest.ListAt(pod.Spec, "initContainers", spec)
+	if err != nil {
+		return err
+	}
+	at := map[int][]any{} // before which init container each goes; len(inits) is last
+	var kept []any
+	for _, c := range pod.Containers {
+		if !moved[c.Name] {
+			kept = append(kept, c.M)
+			continue
+		}
+		pos := 0
+		for i, ic := range pod.InitContainers {
+			if sharesVolume(c, ic) {
+				pos = i + 1
+			}
+		}
+		at[pos] = append(at[pos], c.M)
+	}
+	var out []any
+	for i := 0; i <= len(inits); i++ {
+		out = append(out, at[i]...)
+		if i < len(inits) {
+			out = append(out, inits[i])
+		}
+	}
+	pod.Spec["containers"] = kept
+	pod.Spec["initContainers"] = out
+	return nil
+}
+
+// sharesVolume reports whether two containers mount a volume of the same name.
+func sharesVolume(a, b *manifest.Container) bool {
+	names := func(c *manifest.Container) []string {
+		l, _ := c.M["volumeMounts"].([]any)
+		var out []string
+		for _, e := range l {
+			m, _ := e.(map[string]any)
+			if n := manifest.Str(m, "name"); n != "" {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	bn := names(b)
+	return slices.ContainsFunc(names(a), func(n string) bool { return slices.Contains(bn, n) })
+}
+
+// nativePod carries out the conversions on the pod of w and reads the pod again.
+func nativePod(w *manifest.Workload, pod *manifest.PodView) ([]Conversion, *manifest.PodView, error) {
+	conv, changed, err := nativize(w, pod)
+	if err != nil || !changed {
+		return conv, pod, err
+	}
+	pod, err = manifest.ReadWorkload(w)
+	return conv, pod, err
+}
+
+// notNeeded is why a pod that Options.Native left with no classic sidecar is not wrapped.
+const notNeeded = "every sidecar is native, with a startup probe or with nothing to wait for, or ends by itself: Kubernetes starts the apps after them and stops them after the apps end, so sidesync is not needed (--force wraps anyway)"
+
+// handshake is, with Options.Native, why the sidecar container name is left as it is because it
+// ends by a handshake of its own; "" otherwise.
+func (p *plan) handshake(name string) string {
+	for _, c := range p.conv {
+		if c.Handshake && c.Container == name {
+			return c.Why
+		}
+	}
+	return ""
+}
+
+// nativeDone reports whether, with Options.Native, the pod needs no wrapper: it has sidecars,
+// each of them native with a startup probe or with nothing a wrapper could wait for, or ending
+// by a handshake of its own, and no app wrapped before (a pod wrapped before stays wrapped).
+// A sidecar that a mesh's injector is asked for keeps the wrapper: an injector too old to
+// honour the annotation adds a classic sidecar, and the wrapper, which never tells a native
+// sidecar to quit, reads which it got from the pod's marks at run time.
+func (p *plan) nativeDone() bool {
+	if !p.native || len(p.sorted.Sidecars) == 0 || slices.ContainsFunc(p.decisions, func(d decision) bool { return d.act == keep }) {
+		return false
+	}
+	for _, s := range p.sorted.Sidecars {
+		switch {
+		case s.Container == nil:
+			return false
+		case s.Native && (s.StartupProbe || s.Entry != nil && s.Profile.Ready == nil):
+		case !s.Native && p.handshake(s.Container.Name) != "":
+		default:
+			return false
+		}
+	}
+	return true
 }
