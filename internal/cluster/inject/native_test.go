@@ -156,7 +156,9 @@ func TestNativeLeaves(t *testing.T) {
 	if !sameJSON(in, out) {
 		t.Errorf("the pod changed: %s", toYAML(t, out))
 	}
-	if !slices.ContainsFunc(r.Left, func(l Left) bool { return l.Container == "cloud-sql-proxy" && strings.HasPrefix(l.Why, "a hand-written shutdown handshake") }) {
+	if !slices.ContainsFunc(r.Left, func(l Left) bool {
+		return l.Container == "cloud-sql-proxy" && strings.HasPrefix(l.Why, "a hand-written shutdown handshake")
+	}) {
 		t.Errorf("Left %q", r.Left)
 	}
 
@@ -166,7 +168,9 @@ func TestNativeLeaves(t *testing.T) {
 	if got := names(t, out, "containers"); !cmp.Equal(got, []string{"app", "cloud-sql-proxy"}) || !cmp.Equal(r.Wrapped, []string{"app"}) {
 		t.Errorf("containers %q, report %q: want the proxy kept classic and the app wrapped", got, r)
 	}
-	if !slices.ContainsFunc(r.Left, func(l Left) bool { return strings.Contains(l.Why, "kept classic by the annotation "+contract.ClassicAnnotation) }) {
+	if !slices.ContainsFunc(r.Left, func(l Left) bool {
+		return strings.Contains(l.Why, "kept classic by the annotation "+contract.ClassicAnnotation)
+	}) {
 		t.Errorf("Left %q", r.Left)
 	}
 
