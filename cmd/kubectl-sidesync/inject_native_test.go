@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/sidesync/sidesync/internal/testing/corpus"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -75,5 +77,33 @@ func TestInjectNative(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInjectNativeLintClean: every manifest of the corpus and the examples in which inject made
+// a sidecar native passes lint with no error and no warning once injected.
+func TestInjectNativeLintClean(t *testing.T) {
+	inputs := map[string][]byte{"proxyJob": []byte(proxyJob)}
+	ms, err := corpus.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		inputs[m.Name] = m.Data
+	}
+	converted := 0
+	for name, data := range inputs {
+		injected := runAs([]string{"inject", "-f", "-"}, data)
+		if injected.code != 0 || !strings.Contains(injected.stderr, "made native") {
+			continue
+		}
+		converted++
+		linted := runAs([]string{"lint", "-f", "-"}, []byte(injected.stdout))
+		if linted.code != 0 || !regexp.MustCompile(`(?m)^0 errors, 0 warnings in `).MatchString(linted.stderr) {
+			t.Errorf("%s: lint of the injected output: %s", name, linted)
+		}
+	}
+	if converted < 2 {
+		t.Errorf("only %d manifests had a sidecar made native", converted)
 	}
 }
