@@ -26,6 +26,7 @@ const (
 	RuleAPIVersion       = "api-version-not-served"
 	RuleNoSidecar        = "no-sidecar"
 	RuleNativeWithProbes = "native-sidecars-only"
+	RuleHandshake        = "sidecar-quits-by-handshake"
 )
 
 // rule is a row of lint's table: one rule, or one kind of catalog switch (a health check, a
@@ -76,6 +77,9 @@ var table = []rule{
 	{id: RuleSeveralApps, severity: "warning", check: severalApps,
 		finds: "a Job of several regular containers and no sidecar sidesync knows: one that never ends on its own (a log shipper) keeps the Job running",
 		short: "one container that never ends holds the Job"},
+	{id: RuleHandshake, severity: "info", check: handshake,
+		finds: "a classic sidecar that a shell script of its own ends once the app writes a file on a shared volume (a hand-written shutdown handshake): it works; a native sidecar would be simpler",
+		short: "hand-written handshake: works"},
 	{id: RuleNoSidecar, severity: "info", check: noSidecarFound,
 		finds: "no sidecar: nothing for sidesync to do for sidecars",
 		short: "no sidecar: nothing to do"},
@@ -123,6 +127,9 @@ func neverQuits(p *pod) []Finding {
 // sidecar's quit endpoint (`curl -X POST localhost:15020/quitquitquit`) or runs
 // linkerd-await --shutdown.
 func (p *pod) toldQuit(s *catalog.Sidecar) bool {
+	if s.Handshake != "" {
+		return true
+	}
 	if s.Entry == nil {
 		return false
 	}
@@ -199,8 +206,8 @@ func quitOff(p *pod) []Finding {
 	var fs []Finding
 	for _, s := range p.classic() {
 		off := s.QuitOff
-		if off == nil {
-			continue
+		if off == nil || s.Handshake != "" {
+			continue // a handshake of its own ends it
 		}
 		f := Finding{Severity: Error, Rule: off.Rule, Container: s.ContainerName(),
 			Message: who(s) + " is a classic sidecar whose " + off.What + " is off: nothing can tell it to quit, " + never,
@@ -233,6 +240,8 @@ func readyOff(p *pod) []Finding {
 	var fs []Finding
 	for _, s := range p.classic() {
 		switch off := s.ReadyOff; {
+		case s.Handshake != "":
+			// Its handshake is the app's business; sidesync does not wait for it.
 		case off != nil && off.Hidden != "":
 			fs = append(fs, Finding{Severity: Warning, Rule: off.Rule, Container: s.ContainerName(),
 				Message: who(s) + "'s " + off.What + " is switched by " + off.Hidden + ", whose value the manifest does not show (valueFrom): unless it is true, sidesync cannot wait for it",
@@ -383,6 +392,28 @@ func severalApps(p *pod) []Finding {
 	return []Finding{{Severity: Warning, Rule: RuleSeveralApps,
 		Message: containersOf(p.apps) + " are regular containers and no sidecar sidesync knows is among them: if one of them never ends on its own (a log shipper, a proxy), it keeps the " + string(p.Kind) + " from completing",
 		Fix:     "run such a container as a native sidecar (in initContainers, with restartPolicy: Always), or name it to sidesync (--sidecar http:quit=URL) if it can be told to quit"}}
+}
+
+// handshake (info): a classic sidecar that ends by a shutdown handshake written by hand
+// (catalog.HandshakeQuit) needs nothing, and the pod completes; a native sidecar does the same
+// with less.
+func handshake(p *pod) []Finding {
+	if !p.completes {
+		return nil
+	}
+	var fs []Finding
+	for _, s := range p.classic() {
+		if s.Handshake == "" {
+			continue
+		}
+		f := Finding{Severity: Info, Rule: RuleHandshake, Container: s.ContainerName(),
+			Message: who(s) + " quits by a shutdown handshake of its own: " + s.Handshake + "; it ends when the app does, and sidesync has nothing to do for it"}
+		if n := nativeFix(s); n != "" {
+			f.Fix = "simpler: " + n + ", and drop the handshake"
+		}
+		fs = append(fs, f)
+	}
+	return fs
 }
 
 // noSidecarFound (info): a pod without sidecars needs nothing of sidesync for its sidecars.

@@ -32,6 +32,10 @@ type Sidecar struct {
 	// ReadyOff and QuitOff say that its health check or its quit endpoint is off, and how to
 	// switch it on; nil when on.
 	ReadyOff, QuitOff *Off
+	// Handshake, when not empty, says how a classic sidecar in the pod quits by a shutdown
+	// handshake written by hand (HandshakeQuit): it ends when the app does, and nothing needs
+	// to tell it to quit.
+	Handshake string
 	// Notes are what the user should know (an endpoint that is off, a port that is not one).
 	Notes []string
 }
@@ -74,6 +78,9 @@ func (s *Sidecar) read(v *manifest.PodView) {
 	if s.Container != nil {
 		s.Native = s.Container.Native()
 		s.StartupProbe = s.Native && s.Container.StartupProbe
+		if !s.Native {
+			s.Handshake, _ = HandshakeQuit(s.Container, v)
+		}
 	}
 	if s.Entry == nil {
 		return
@@ -103,18 +110,20 @@ func (s *Sidecar) read(v *manifest.PodView) {
 		}
 		s.Profile.Ready = nil
 	}
+	// Nor is a quit endpoint that is off, for a sidecar that quits by a handshake of its own.
+	quits := !s.Native && s.Handshake == ""
 	switch s.QuitOff = s.off(v, e.QuitSwitch); {
 	case s.QuitOff == nil || s.Profile.Quit == nil:
 	case s.QuitOff.Hidden != "":
-		if !s.Native {
+		if quits {
 			s.Notes = append(s.Notes, hiddenNote(e.Title, s.QuitOff))
 		}
 	case s.QuitOff.Certain:
-		if !s.Native {
+		if quits {
 			s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off, so it cannot be told to quit: "+s.QuitOff.Fix)
 		}
 		s.Profile.Quit = nil
-	case !s.Native:
+	case quits:
 		s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off unless the cluster turns it on, and the quit fails without it: "+s.QuitOff.Fix)
 	}
 	s.Profile.Native, s.Profile.StartupProbe = s.Native, s.StartupProbe
