@@ -40,6 +40,9 @@ type rule struct {
 	// severity, finds and short are the rule's RuleDoc; in a row of switches, finds is a format
 	// of the sidecar's title and what its switch turns on ("Linkerd", "/shutdown endpoint").
 	severity, finds, short string
+	// ifMaybeNative, in a row of switches, ends finds for a sidecar whose mesh may inject it as a
+	// native one (catalog.Maybe), whose findings mayBeNative makes warnings then.
+	ifMaybeNative string
 	// check finds the rule's findings in a pod, in the order of its containers.
 	check func(*pod) []Finding
 }
@@ -48,7 +51,7 @@ type rule struct {
 // README's table of rules are rendered from it. Read only.
 var table = []rule{
 	{id: RuleAPIVersion, severity: "error", check: notServed,
-		finds: "a CronJob of an API version Kubernetes no longer serves (`batch/v1beta1`, `batch/v2alpha1`): upgrade it to `batch/v1` (kubectl sidesync inject passes it through until then)",
+		finds: "a CronJob of an API version Kubernetes no longer serves (`batch/v1beta1`, `batch/v2alpha1`): upgrade it to `batch/v1`; its pod, the same in both, is linted as well (kubectl sidesync inject passes it through until then)",
 		short: "API version no longer served: use batch/v1"},
 	{id: RuleWrapperConfig, severity: "error", check: wrapperConfig,
 		finds: "an app runs sidesync with settings it refuses (flags, `SIDESYNC_*` variables): it exits 2 without running the command",
@@ -57,8 +60,9 @@ var table = []rule{
 		finds: "a classic sidecar (in the manifest, or announced by a mesh's injection annotation or label) and nothing to tell it to quit: the Job never completes; a warning when the mesh may inject it as a native sidecar",
 		short: "never told to quit: the Job never completes"},
 	{switchOf: func(e *catalog.Entry) *catalog.Switch { return e.QuitSwitch }, severity: "error", check: quitOff,
-		finds: "%s as a classic sidecar with its %s off: nothing can tell it to quit",
-		short: "quit endpoint off: the Job never completes"},
+		finds:         "%s as a classic sidecar with its %s off: nothing can tell it to quit",
+		ifMaybeNative: "; a warning when the mesh may inject it as a native sidecar",
+		short:         "quit endpoint off: the Job never completes"},
 	{id: RulePartlyWrapped, severity: "error", check: partlyWrapped,
 		finds: "several app containers with classic sidecars, some running sidesync and others not, or wrappers that do not know each other: the first to end cuts the others' sidecars",
 		short: "partly wrapped: first to end cuts sidecars"},
@@ -88,8 +92,21 @@ var table = []rule{
 		short: "native sidecars only: not needed"},
 }
 
-// neverCompletesTheKind ends the message of a sidecar that keeps its pod from completing.
-const neverCompletesTheKind = "so the %s never completes"
+// neverCompletes ends the message of a sidecar that keeps its pod from completing: "so the Job
+// never completes". A CronJob never completes, its Jobs do; what a Job that never completes does
+// to the next runs depends on its concurrencyPolicy.
+func (p *pod) neverCompletes() string {
+	if p.Kind != manifest.CronJob {
+		return "so the " + string(p.Kind) + " never completes"
+	}
+	switch p.ConcurrencyPolicy {
+	case "Forbid":
+		return "so the CronJob's Job never completes, and with concurrencyPolicy: Forbid no later run starts"
+	case "Replace":
+		return "so the CronJob's Job never completes: each run's Job is deleted, unfinished, when the next starts (concurrencyPolicy: Replace)"
+	}
+	return "so the CronJob's Jobs never complete, and each run adds one more that keeps running (concurrencyPolicy: Allow)"
+}
 
 // neverQuits (rule 1): in a pod that runs to completion, a classic sidecar that nothing tells
 // to quit keeps running after the app ends, and the pod never completes. A sidecar only
@@ -112,14 +129,22 @@ func neverQuits(p *pod) []Finding {
 		}
 		f := Finding{Severity: Error, Rule: RuleNeverQuits, Container: s.ContainerName(),
 			Message: who(s) + " is a classic sidecar and nothing tells it to quit: it keeps running after the app ends, " +
-				fmt.Sprintf(neverCompletesTheKind, p.Kind), Fix: fix}
-		if s.NativeMaybe {
-			f.Severity = Warning
-			f.Message = "if your mesh injects classic sidecars (" + s.Entry.Native.Why + "), " + f.Message
-		}
-		fs = append(fs, f)
+				p.neverCompletes(), Fix: fix}
+		fs = append(fs, mayBeNative(s, f))
 	}
 	return fs
+}
+
+// mayBeNative makes a finding about a classic sidecar a warning that says why, when the sidecar is
+// only announced and its mesh may inject it as a native one (catalog.Sidecar.NativeMaybe): the
+// kubelet then stops it, and nothing of the finding holds. Every rule about a classic sidecar's
+// quit goes through it, so that one proxy gets one severity.
+func mayBeNative(s *catalog.Sidecar, f Finding) Finding {
+	if s.NativeMaybe && f.Severity == Error {
+		f.Severity = Warning
+		f.Message = "if your mesh injects classic sidecars (" + s.Entry.Native.Why + "), " + f.Message
+	}
+	return f
 }
 
 // toldQuit reports whether something in the pod tells the sidecar to quit: sidesync in the apps,
@@ -202,7 +227,7 @@ func quitOff(p *pod) []Finding {
 	if !p.completes {
 		return nil
 	}
-	never := fmt.Sprintf(neverCompletesTheKind, p.Kind)
+	never := p.neverCompletes()
 	var fs []Finding
 	for _, s := range p.classic() {
 		off := s.QuitOff
@@ -226,7 +251,7 @@ func quitOff(p *pod) []Finding {
 			f.Message = who(s) + " is a classic sidecar whose " + off.What + " is off unless the cluster turns it on (" +
 				s.Entry.QuitSwitch.Maybe + "): otherwise nothing can tell it to quit, " + never
 		}
-		fs = append(fs, f)
+		fs = append(fs, mayBeNative(s, f))
 	}
 	return fs
 }
@@ -390,7 +415,7 @@ func severalApps(p *pod) []Finding {
 		return nil
 	}
 	return []Finding{{Severity: Warning, Rule: RuleSeveralApps,
-		Message: containersOf(p.apps) + " are regular containers and no sidecar sidesync knows is among them: if one of them never ends on its own (a log shipper, a proxy), it keeps the " + string(p.Kind) + " from completing",
+		Message: containersOf(p.apps) + " are regular containers and no sidecar sidesync knows is among them: if one of them never ends on its own (a log shipper, a proxy), it keeps running, " + p.neverCompletes(),
 		Fix:     "run such a container as a native sidecar (in initContainers, with restartPolicy: Always), or name it to sidesync (--sidecar http:quit=URL) if it can be told to quit"}}
 }
 
