@@ -27,6 +27,7 @@ const (
 	RuleNoSidecar        = "no-sidecar"
 	RuleNativeWithProbes = "native-sidecars-only"
 	RuleHandshake        = "sidecar-quits-by-handshake"
+	RuleFromNamespace    = "sidecar-from-namespace"
 )
 
 // rule is a row of lint's table: one rule, or one kind of catalog switch (a health check, a
@@ -78,6 +79,9 @@ var table = []rule{
 	{id: RuleRestartsInPlace, severity: "error or warning", check: restartsInPlace,
 		finds: "restarts in place (`OnFailure`, `Always`, restart rules): an error when the app runs again after exit 0, or the sidesync it runs is told otherwise than the kubelet does (it would quit the sidecars before a restart, or keep them after the last exit); a warning to bound them otherwise",
 		short: "restarts in place: may run after quit"},
+	{id: RuleFromNamespace, severity: "warning or info", check: fromNamespace,
+		finds: "a pod annotation that only a mesh's injector reads (Istio's `proxy.istio.io/config`, Linkerd's `config.linkerd.io/*`, ...) and no request: the pod expects the mesh's sidecar from its namespace, which the manifest does not show; a warning when nothing in the apps would tell it to quit",
+		short: "expects a mesh from its namespace"},
 	{id: RuleSeveralApps, severity: "warning", check: severalApps,
 		finds: "a Job of several regular containers and no sidecar sidesync knows: one that never ends on its own (a log shipper) keeps the Job running",
 		short: "one container that never ends holds the Job"},
@@ -411,7 +415,7 @@ func exitCodeRules(job map[string]any) []exitCodeRule {
 // proxy nobody announced): it keeps the Job running (the Kubernetes documentation's own
 // example of the problem).
 func severalApps(p *pod) []Finding {
-	if !p.completes || len(p.sorted.Sidecars) > 0 || len(p.apps) < 2 {
+	if !p.completes || len(p.sorted.Sidecars) > 0 || len(p.expected) > 0 || len(p.apps) < 2 {
 		return nil
 	}
 	return []Finding{{Severity: Warning, Rule: RuleSeveralApps,
@@ -441,10 +445,44 @@ func handshake(p *pod) []Finding {
 	return fs
 }
 
+// fromNamespace (warning or info): an annotation that only a mesh's injector reads announces that
+// the pod expects the mesh's sidecar, from the namespace's request that the manifest does not
+// show (a Helm chart's Job with Istio's proxy.istio.io/config): not a pod without sidecars.
+// Nothing in the manifest asks for it, so inject does not wrap for it; sidesync in the apps finds
+// it at run time.
+func fromNamespace(p *pod) []Finding {
+	var fs []Finding
+	for _, x := range p.expected {
+		e := x.Entry
+		f := Finding{Severity: Info, Rule: RuleFromNamespace, Container: e.Container,
+			Message: "the pod's annotation " + x.Key + " means something only to " + e.Title + "'s injector: the pod expects " + e.Title +
+				"'s sidecar (container " + e.Container + ") from its namespace, which the manifest does not show"}
+		ask := ""
+		if len(e.Requests) > 0 {
+			ask = "ask for it in the pod (" + e.Requests[0].String() + "), so that lint and kubectl sidesync inject see it"
+		}
+		switch quits := slices.ContainsFunc(p.wrapped(), func(a *appContainer) bool { return a.w.quits() }); {
+		case quits:
+			f.Message += "; the apps' sidesync finds it at run time"
+		case p.completes:
+			f.Severity = Warning
+			f.Message += "; if it comes as a classic sidecar, nothing tells it to quit: it keeps running after the app ends, " + p.neverCompletes()
+			f.Fix = ask
+			if n := nativeFix(&catalog.Sidecar{Entry: e}); n != "" {
+				f.Fix = strings.TrimPrefix(f.Fix+", or "+n, ", or ")
+			}
+		default:
+			f.Fix = ask
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
 // noSidecarFound (info): a pod without sidecars needs nothing of sidesync for its sidecars.
 func noSidecarFound(p *pod) []Finding {
-	if len(p.sorted.Sidecars) > 0 || (len(p.apps) > 1 && p.completes) {
-		return nil // severalApps says what matters
+	if len(p.sorted.Sidecars) > 0 || len(p.expected) > 0 || (len(p.apps) > 1 && p.completes) {
+		return nil // severalApps or fromNamespace says what matters
 	}
 	return []Finding{{Severity: Info, Rule: RuleNoSidecar,
 		Message: "no sidecar found; sidesync is not needed for sidecars here (it still keeps exit codes and reaps zombies)"}}

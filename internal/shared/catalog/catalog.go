@@ -53,6 +53,11 @@ type Entry struct {
 	// injector for a sidecar in every pod created there, unless the pod says otherwise (Unless).
 	// Only what reads a namespace sees them: the webhook's warnings at a Job's creation.
 	NamespaceRequests []Mark
+	// Expects are pod annotations that only its injector reads (a key, or a prefix ending in
+	// "/"): a pod that carries one and no mark nor request expects the sidecar all the same, from
+	// its namespace's request, which a manifest does not show (Expected). The keys of Requests and
+	// Unless are not counted: they speak for themselves.
+	Expects []string
 	// Container is the name of the container its injector adds: once a mark reveals the
 	// sidecar, this container of the pod is it.
 	Container string
