@@ -50,3 +50,17 @@ func TestFromNamespace(t *testing.T) {
 		t.Errorf("finding = %q; want it to name the annotation, the namespace and the request", got)
 	}
 }
+
+// TestIstioStatusPortZero: status.sidecar.istio.io/port "0" starts no status server, so the
+// agent has no quit and Envoy's readiness nothing to ask: nothing can tell the proxy to quit,
+// wrapped or not.
+func TestIstioStatusPortZero(t *testing.T) {
+	off := errorOf(RuleEndpointsOff, "istio-proxy")
+	runCases(t, []lintCase{
+		{"injected, wrapped", job(`{sidecar.istio.io/status: "{}", status.sidecar.istio.io/port: "0"}`, containers(wrapped, istioProxy)), []short{off}},
+		{"injected, not wrapped: one finding", job(`{sidecar.istio.io/status: "{}", status.sidecar.istio.io/port: "0"}`, containers(app, istioProxy)), []short{off}},
+		{"asked for: it may be native, a warning", job(`{sidecar.istio.io/inject: "true", status.sidecar.istio.io/port: "0"}`, containers(wrapped)),
+			[]short{warningOf(RuleEndpointsOff, "istio-proxy")}},
+		{"another port", job(`{sidecar.istio.io/status: "{}", status.sidecar.istio.io/port: "15030"}`, containers(wrapped, istioProxy)), nil},
+	})
+}

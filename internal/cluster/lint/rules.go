@@ -28,6 +28,7 @@ const (
 	RuleNativeWithProbes = "native-sidecars-only"
 	RuleHandshake        = "sidecar-quits-by-handshake"
 	RuleFromNamespace    = "sidecar-from-namespace"
+	RuleEndpointsOff     = "sidecar-endpoints-off"
 )
 
 // rule is a row of lint's table: one rule, or one kind of catalog switch (a health check, a
@@ -60,6 +61,9 @@ var table = []rule{
 	{id: RuleNeverQuits, severity: "error or warning", check: neverQuits,
 		finds: "a classic sidecar (in the manifest, or announced by a mesh's injection annotation or label) and nothing to tell it to quit: the Job never completes; a warning when the mesh may inject it as a native sidecar",
 		short: "never told to quit: the Job never completes"},
+	{id: RuleEndpointsOff, severity: "error or warning", check: endpointsOff,
+		finds: "a classic sidecar whose settings switch every endpoint off (Istio's `status.sidecar.istio.io/port: \"0\"`: no status server, so no quit and no readiness): nothing can tell it to quit; a warning when the mesh may inject it as a native sidecar",
+		short: "endpoints off: the Job never completes"},
 	{switchOf: func(e *catalog.Entry) *catalog.Switch { return e.QuitSwitch }, severity: "error", check: quitOff,
 		finds:         "%s as a classic sidecar with its %s off: nothing can tell it to quit",
 		ifMaybeNative: "; a warning when the mesh may inject it as a native sidecar",
@@ -121,7 +125,7 @@ func neverQuits(p *pod) []Finding {
 	}
 	var fs []Finding
 	for _, s := range p.classic() {
-		if p.toldQuit(s) {
+		if p.toldQuit(s) || s.EndpointsOff != "" { // endpointsOff says why nothing can
 			continue
 		}
 		fix := "wrap the apps with sidesync (kubectl sidesync inject; an app without a command needs --resolve)"
@@ -222,6 +226,28 @@ func nativeFix(s *catalog.Sidecar) string {
 		return "run it as a native sidecar (in initContainers, with restartPolicy: Always)"
 	}
 	return ""
+}
+
+// endpointsOff: a classic sidecar whose settings switch all its endpoints off (Istio's status
+// port 0) can be neither waited for nor told to quit, by sidesync or anyone.
+func endpointsOff(p *pod) []Finding {
+	if !p.completes {
+		return nil
+	}
+	var fs []Finding
+	for _, s := range p.classic() {
+		if s.EndpointsOff == "" {
+			continue
+		}
+		f := Finding{Severity: Error, Rule: RuleEndpointsOff, Container: s.ContainerName(),
+			Message: who(s) + " is a classic sidecar whose " + s.EndpointsOff + " switches its endpoints off: nothing can tell it to quit, " + p.neverCompletes(),
+			Fix:     "remove " + s.EndpointsOff}
+		if n := nativeFix(s); n != "" {
+			f.Fix += ", or " + n
+		}
+		fs = append(fs, mayBeNative(s, f))
+	}
+	return fs
 }
 
 // quitOff (one rule per switch, named in the catalog: linkerd-shutdown-off,

@@ -64,6 +64,8 @@ func TestFromAnnotations(t *testing.T) {
 			[]sidecar.Sidecar{mustProfile(t, "istio")}, ""},
 		{"istio native, agent on another port", map[string]string{istioStatus: `{"initContainers":["istio-validation","istio-proxy"],"containers":[]}`, istioStatusPort: "15030"}, nil,
 			[]sidecar.Sidecar{func() sidecar.Sidecar { s := mustProfile(t, "istio").WithPorts(0, 15030); s.Native = true; return s }()}, ""},
+		{"istio with its status server off: neither endpoint", map[string]string{istioStatus: `{"containers":["istio-proxy"]}`, istioStatusPort: "0"}, nil,
+			[]sidecar.Sidecar{{Name: "istio"}}, "switches its endpoints off"},
 		{"linkerd with shutdown", map[string]string{linkerdVersion: "edge-26.8.3", linkerdShutdown: "enabled", linkerdAdminPort: "4192"}, nil,
 			[]sidecar.Sidecar{mustProfile(t, "linkerd").WithPorts(4192, 4192)}, ""},
 		{"linkerd without shutdown", map[string]string{linkerdVersion: "edge-26.8.3"}, nil,

@@ -67,6 +67,11 @@ type Entry struct {
 	// ReadyPort and QuitPort are the settings that move the readiness check's or the quit
 	// call's port: pod annotations, or the sidecar's own flags and variables.
 	ReadyPort, QuitPort []Source
+	// Off are settings whose Value switches every endpoint of the sidecar off: Istio's
+	// status.sidecar.istio.io/port "0" turns the agent's status server off, which serves the quit
+	// and, through Envoy, the readiness (SIDECARS.md 3.1). A pod that sets one leaves the profile
+	// with neither (Sidecar.EndpointsOff).
+	Off []Source
 	// ReadySwitch and QuitSwitch say how the sidecar's health check and quit endpoint are
 	// switched on, when they are not always on; nil: always on.
 	ReadySwitch, QuitSwitch *Switch

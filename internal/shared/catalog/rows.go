@@ -66,13 +66,16 @@ var table = []Entry{
 		Container:  "istio-proxy",
 		Containers: []Match{{Name: "istio-proxy"}},
 		QuitPort:   []Source{{Annotation: "status.sidecar.istio.io/port"}},
+		// 0 starts no status server: no quit, and Envoy's 15021 has nothing to ask (SIDECARS.md 3.1).
+		Off: []Source{{Annotation: "status.sidecar.istio.io/port", Value: "0"}},
 		// Envoy's admin on 15000 beside the agent (SIDECARS.md 3.1).
 		EnvoyAdminPort: 15000,
 		Native: Native{Marks: []Mark{{Key: "sidecar.istio.io/nativeSidecar", Value: "true"}},
 			ClassicMarks: []Mark{{Key: "sidecar.istio.io/nativeSidecar", Value: "false"}},
 			ByDefault:    Maybe, Why: "Istio 1.28+ injects native sidecars when every node runs Kubernetes 1.33+ (ENABLE_NATIVE_SIDECARS=auto); older releases, or a cluster with an older node, get classic ones",
 			FromMarks: istioNativeByStatus},
-		Reads: "native when `" + istioStatus + "` lists `istio-proxy` among its `initContainers`"},
+		Reads: "native when `" + istioStatus + "` lists `istio-proxy` among its `initContainers`; " +
+			"`status.sidecar.istio.io/port: \"0\"` turns the agent's status server off: neither endpoint"},
 
 	// Linkerd (SIDECARS.md 4): admin on 4191; /shutdown is off unless enabled, and loopback
 	// only. Linkerd 2.20 (edge-26.5.2) injects native sidecars by default.

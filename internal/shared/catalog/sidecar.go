@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/sidecar"
@@ -32,6 +34,10 @@ type Sidecar struct {
 	// ReadyOff and QuitOff say that its health check or its quit endpoint is off, and how to
 	// switch it on; nil when on.
 	ReadyOff, QuitOff *Off
+	// EndpointsOff, when not empty, names the setting that switches every endpoint of the
+	// sidecar off (Entry.Off): the profile has neither Ready nor Quit, and nothing can wait for
+	// it or tell it to quit.
+	EndpointsOff string
 	// Handshake, when not empty, says how a classic sidecar in the pod quits by a shutdown
 	// handshake written by hand (HandshakeQuit): it ends when the app does, and nothing needs
 	// to tell it to quit.
@@ -96,6 +102,12 @@ func (s *Sidecar) read(v *manifest.PodView) {
 	if p, ok := s.port(v, e.QuitPort); ok {
 		s.Profile = s.Profile.WithPorts(0, p)
 	}
+	if s.EndpointsOff = s.allOff(v); s.EndpointsOff != "" {
+		s.Profile.Ready, s.Profile.Quit = nil, nil
+		if !s.Native {
+			s.Notes = append(s.Notes, e.Title+"'s "+s.EndpointsOff+" switches its endpoints off: nothing can wait for it or tell it to quit")
+		}
+	}
 	// A native sidecar is the kubelet's to stop, and one with a startup probe Kubernetes's to
 	// wait for: what is off then is worth no note.
 	switch s.ReadyOff = s.off(v, e.ReadySwitch); {
@@ -127,6 +139,31 @@ func (s *Sidecar) read(v *manifest.PodView) {
 		s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off unless the cluster turns it on, and the quit fails without it: "+s.QuitOff.Fix)
 	}
 	s.Profile.Native, s.Profile.StartupProbe = s.Native, s.StartupProbe
+}
+
+// allOff names the first of the row's Off settings that the pod sets to its Value ("annotation
+// status.sidecar.istio.io/port: "0""), or "".
+func (s *Sidecar) allOff(v *manifest.PodView) string {
+	for _, src := range s.Entry.Off {
+		if val, set := s.value(v, src); set && strings.TrimSpace(val) == src.Value {
+			return src.String() + ": " + quote(src.Value)
+		}
+	}
+	return ""
+}
+
+// offCEL is allOff in CEL, for the sidecar's container that the CEL expression c names: whether
+// the pod sets one of the row's Off settings to its Value (a bool).
+func offCEL(sources []Source, p CELPod, c string) string {
+	var conds []string
+	for _, src := range sources {
+		set, val, _ := src.valueCEL(p, c)
+		conds = append(conds, fmt.Sprintf("(%s && %s.trim() == %s)", set, val, CELString(src.Value)))
+	}
+	if len(conds) == 0 {
+		return "false"
+	}
+	return celOr(conds)
 }
 
 // hiddenNote says that an endpoint is switched by a setting whose value the manifest does not
