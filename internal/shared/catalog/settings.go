@@ -27,7 +27,9 @@ func (s *Sidecar) port(v *manifest.PodView, sources []Source) (int, bool) {
 			continue
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(val))
-		if s.Entry != nil && slices.ContainsFunc(s.Entry.Off, func(o Source) bool { return o.Annotation == src.Annotation && o.Flag == src.Flag && o.Env == src.Env && strings.TrimSpace(val) == o.Value }) {
+		if s.Entry != nil && slices.ContainsFunc(s.Entry.Off, func(o Source) bool {
+			return o.Annotation == src.Annotation && o.Flag == src.Flag && o.Env == src.Env && strings.TrimSpace(val) == o.Value
+		}) {
 			return 0, false // not a port: the endpoints are off (allOff)
 		}
 		if err != nil || n < 1 || n > 65535 {
