@@ -26,8 +26,9 @@ type Sidecar struct {
 	// StartupProbe are set. Zero for a sidecar the catalog does not know.
 	Profile sidecar.Sidecar
 	// Native: a Kubernetes native sidecar (the kubelet stops it after the apps); NativeMaybe: it
-	// is announced only, and whether its injector adds it as a native one depends on the
-	// injector's release or the cluster (Native is then false).
+	// is announced only (asked for, or marked without its container, as the downward API shows
+	// a pod), and whether its injector adds it as a native one depends on the injector's release
+	// or the cluster, which nothing on the pod says (Native is then false).
 	Native, NativeMaybe bool
 	// StartupProbe: a native sidecar with a startup probe, which Kubernetes waits for.
 	StartupProbe bool
@@ -180,7 +181,12 @@ func (s *Sidecar) readNative(v *manifest.PodView) {
 	case n.FromMarks != nil && n.FromMarks(v.Annotations), anyOn(n.Marks, v), n.ByDefault == NativeDefault:
 		s.Native = true
 	case anyOn(n.ClassicMarks, v):
-	case n.ByDefault == Maybe && s.Requested:
+	case n.FromMarks != nil && !s.Requested:
+		// The injector's mark tells, and it does not list a native sidecar.
+	case n.ByDefault == Maybe:
+		// Asked for, or marked (injected) with nothing on the pod to say how: Linkerd leaves the
+		// same annotations and labels on a pod whichever it injects (SIDECARS.md 15.2), and
+		// only the pod's containers tell.
 		s.NativeMaybe = true
 	}
 }
