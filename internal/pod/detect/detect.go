@@ -109,9 +109,12 @@ func nativeFromAPI(ctx context.Context, o Options, r Result, found []Found) (Res
 			continue
 		}
 		f.Sidecar.Quit = nil
+		fix := "let sidesync read its Pod (get on pods: deploy/examples/rbac.yaml)"
+		if f.settle != "" {
+			fix += ", or " + f.settle
+		}
 		f.Notes = append(f.Notes, "not telling "+f.Sidecar.Name+" to quit: it may be a native sidecar ("+f.NativeUnknown+
-			"), which must not be, and the pod's annotations cannot tell; "+why+
-			"; let sidesync read its Pod (get on pods), or annotate the pod with the injector's native-sidecar setting, true or false")
+			"), which sidesync never tells to quit, and the pod's annotations do not say which; "+why+"; "+fix)
 	}
 	return Result{}, false
 }
@@ -161,8 +164,11 @@ func (r *Result) fromPod(p *manifest.PodView, lookupEnv func(string) (string, bo
 		sc := s.Profile
 		sc.Name = s.Entry.Name
 		f := Found{Profile: s.Entry.Name, Sidecar: catalog.WithCredential(s.Entry.Name, sc, lookupEnv), Why: s.Via, Notes: s.Notes}
-		if s.NativeMaybe {
-			f.NativeUnknown = s.Entry.Native.Why
+		if n := s.Entry.Native; s.NativeMaybe {
+			f.NativeUnknown = n.Why
+			if len(n.Marks) > 0 && len(n.ClassicMarks) > 0 {
+				f.settle = "annotate the pod with " + n.Marks[0].YAML() + " or " + n.ClassicMarks[0].YAML()
+			}
 		}
 		others = append(others, f)
 	}

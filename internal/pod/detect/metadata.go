@@ -19,4 +19,5 @@ type Found struct {
 	// default, and leaves the same marks either way): Detect then asks the Pod in the API, and
 	// when it cannot, the sidecar is not told to quit.
 	NativeUnknown string
+	settle        string // the annotations that would settle NativeUnknown, for the note
 }
