@@ -462,7 +462,7 @@ func handshake(p *pod) []Finding {
 			continue
 		}
 		f := Finding{Severity: Info, Rule: RuleHandshake, Container: s.ContainerName(),
-			Message: who(s) + " quits by a shutdown handshake of its own: " + s.Handshake + "; it ends when the app does, and sidesync has nothing to do for it"}
+			Message: who(s) + " ends by " + s.Handshake + "; it ends when the app does, and sidesync has nothing to do for it"}
 		if n := nativeFix(s); n != "" {
 			f.Fix = "simpler: " + n + ", and drop the handshake"
 		}

@@ -15,8 +15,9 @@ import (
 // that c shares with another regular container of the pod, whose own command writes there (an
 // app's `trap "touch /tmp/pod/done" EXIT`). Such a sidecar quits when the app ends: nothing needs
 // to tell it to, and it must be neither converted to a native sidecar nor quit by sidesync. why
-// says what was found, for messages: "its sh -c script watches /tmp/pod (volume tmp-pod), which
-// container main writes, and kills the process it started".
+// says what was found, for messages: "a hand-written shutdown handshake: its sh -c script
+// watches /tmp/pod (volume tmp-pod), where container main's command writes, and kills the
+// process it started (kill)".
 //
 // It is conservative: all of a shell script, a kill or a background start, and a path on a volume
 // that both containers mount and both scripts name; anything less is no handshake, and the
@@ -40,7 +41,7 @@ func HandshakeQuit(c *manifest.Container, v *manifest.PodView) (why string, ok b
 			}
 			for _, om := range volumeMounts(other) {
 				if om.volume == m.volume && namesPath(strings.Join(other.Argv(), " "), om.path) {
-					return "its " + path.Base(c.Argv()[0]) + " -c script watches " + m.path + " (volume " + m.volume +
+					return "a hand-written shutdown handshake: its " + path.Base(c.Argv()[0]) + " -c script watches " + m.path + " (volume " + m.volume +
 						"), where container " + other.Name + "'s command writes, and " + ends, true
 				}
 			}
