@@ -134,9 +134,15 @@ func checkCorpusInject(t *testing.T, in []byte, injected, after ran) {
 	if err := json.Unmarshal([]byte(asJSON.stdout), &report); err != nil {
 		t.Fatalf("lint -o json: %v\n%s", err, asJSON)
 	}
+	// inject passes an object of an API version no longer served through unchanged; lint reads
+	// its pod all the same, whose findings then stay.
+	passed := map[string]bool{}
+	for _, f := range report.Findings {
+		passed[f.Object] = passed[f.Object] || f.Rule == lint.RuleAPIVersion
+	}
 	for _, f := range report.Findings {
 		switch {
-		case f.Severity != lint.Error:
+		case f.Severity != lint.Error, passed[f.Object]:
 		case f.Rule == lint.RulePartlyWrapped, f.Rule == lint.RuleWrapperConfig,
 			f.Rule == lint.RuleNeverQuits && strings.Contains(f.Fix, "kubectl sidesync inject"):
 			t.Errorf("lint of what inject wrote: %s", f)

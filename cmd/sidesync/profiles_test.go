@@ -280,7 +280,7 @@ func TestDetectFromAnnotations(t *testing.T) {
 	e := startProfile(t, "linkerd", "--ready-after", "100ms")
 	dir := t.TempDir()
 	ann := "linkerd.io/proxy-version=\"edge-26.8.3\"\nconfig.linkerd.io/admin-port=\"" + e.port("admin") +
-		"\"\nconfig.linkerd.io/proxy-admin-shutdown=\"enabled\"\n"
+		"\"\nconfig.linkerd.io/proxy-admin-shutdown=\"enabled\"\nconfig.linkerd.io/proxy-enable-native-sidecar=\"false\"\n"
 	os.WriteFile(filepath.Join(dir, "annotations"), []byte(ann), 0o644)
 	r := sidesync(t, nil, "--pod-info", dir, "--kube-api=false", "--", bin.testcmd, "exit", "0")
 	if r.code != 0 || e.waitExit() != 0 || e.quits() != 1 {

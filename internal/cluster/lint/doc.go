@@ -55,9 +55,15 @@ func switchDocs() []RuleDoc {
 			if r.switchOf == nil {
 				continue
 			}
-			if s := r.switchOf(&e); s != nil {
-				docs = append(docs, RuleDoc{s.Rule, r.severity, fmt.Sprintf(r.finds, e.Title, s.What), r.short})
+			s := r.switchOf(&e)
+			if s == nil {
+				continue
 			}
+			d := RuleDoc{s.Rule, r.severity, fmt.Sprintf(r.finds, e.Title, s.What), r.short}
+			if r.ifMaybeNative != "" && e.Native.ByDefault == catalog.Maybe {
+				d.Severity, d.Finds = d.Severity+" or warning", d.Finds+r.ifMaybeNative
+			}
+			docs = append(docs, d)
 		}
 	}
 	return docs

@@ -61,8 +61,11 @@ type Object struct {
 	Pod *manifest.PodView
 	// JobSpec is the Job's spec (decoded JSON); nil for a Pod.
 	JobSpec map[string]any
-	// Unsupported says why the object is not read (an API version Kubernetes no longer
-	// serves); Pod is nil then.
+	// ConcurrencyPolicy is a CronJob's spec.concurrencyPolicy as written ("" when unset: Allow).
+	ConcurrencyPolicy string
+	// Unsupported says why the object is not what sidesync reads (an API version Kubernetes no
+	// longer serves); Pod is nil then, unless the version keeps its pod where the current one
+	// does (a batch/v1beta1 CronJob), whose pod is linted too.
 	Unsupported string
 }
 
@@ -72,7 +75,12 @@ func FromWorkload(w *manifest.Workload) (Object, error) {
 	if err != nil {
 		return Object{}, err
 	}
-	return Object{Kind: w.Kind, Name: w.Name, Pod: pod, JobSpec: w.JobSpec}, nil
+	o := Object{Kind: w.Kind, Name: w.Name, Pod: pod, JobSpec: w.JobSpec}
+	if w.Kind == manifest.CronJob {
+		spec, _ := w.Object["spec"].(map[string]any)
+		o.ConcurrencyPolicy = manifest.Str(spec, "concurrencyPolicy")
+	}
+	return o, nil
 }
 
 // ID is how findings name the object: "Job/report".
@@ -82,7 +90,7 @@ func (o Object) ID() string { return o.Name }
 // the table, and within a rule in the order of the pod's containers.
 func Lint(o Object) []Finding {
 	var fs []Finding
-	if o.Unsupported != "" {
+	if o.Pod == nil {
 		// An object lint cannot read has no pod for the other rules to check.
 		fs = notServed(&pod{Object: o})
 	} else {
@@ -97,14 +105,18 @@ func Lint(o Object) []Finding {
 	return fs
 }
 
-// notServed (api-version-not-served): an object of an API version Kubernetes no longer serves
-// is not read, and so is the only rule Lint checks it for.
+// notServed (api-version-not-served): an object of an API version Kubernetes no longer serves.
+// Its pod, when it is where the current version keeps it, is linted as well; otherwise this is
+// the only rule Lint checks it for.
 func notServed(p *pod) []Finding {
 	if p.Unsupported == "" {
 		return nil
 	}
-	return []Finding{{Severity: Error, Rule: RuleAPIVersion, Message: p.Unsupported,
-		Fix: "then lint it again; kubectl sidesync inject passes it through unchanged until then"}}
+	fix := "then lint it again; kubectl sidesync inject passes it through unchanged until then"
+	if p.Pod != nil {
+		fix = "its pod is the same in batch/v1 and is linted here as well; kubectl sidesync inject passes it through unchanged until then"
+	}
+	return []Finding{{Severity: Error, Rule: RuleAPIVersion, Message: p.Unsupported, Fix: fix}}
 }
 
 // Counts sums up findings: errors and warnings (infos are not counted) in so many objects.

@@ -26,7 +26,8 @@ func TestLines(t *testing.T) {
 				"so the Job never completes; wrap the apps with sidesync (kubectl sidesync inject; an app without a command needs --resolve), " +
 				`or have it injected as a native sidecar (sidecar.istio.io/nativeSidecar: "true")`}},
 		{"Linkerd asked for, wrapped", job(`{linkerd.io/inject: enabled}`, containers(wrapped)),
-			[]string{`Job/report: error: container linkerd-proxy (Linkerd, from the annotation linkerd.io/inject: "enabled") is a classic sidecar whose /shutdown endpoint is off ` +
+			[]string{`Job/report: warning: if your mesh injects classic sidecars (Linkerd 2.20+ injects native sidecars by default; older releases, or proxy.nativeSidecar: false, classic ones), ` +
+				`container linkerd-proxy (Linkerd, from the annotation linkerd.io/inject: "enabled") is a classic sidecar whose /shutdown endpoint is off ` +
 				`unless the cluster turns it on (the Helm value proxy.enableShutdownEndpoint does it for every pod; proxies before mid-2024 always serve it): ` +
 				`otherwise nothing can tell it to quit, so the Job never completes; ` +
 				`add the pod annotation config.linkerd.io/proxy-admin-shutdown: enabled (or the Helm value proxy.enableShutdownEndpoint: true), ` +
@@ -47,14 +48,14 @@ func TestLines(t *testing.T) {
 				"or give each --peers, --state-dir (a shared emptyDir) and --container"}},
 		{"the Kubernetes documentation's log shipper", job(noAnn, containers(app, `{name: logs, image: busybox, command: [sh, -c, "tail -F /var/log/app.log"]}`)),
 			[]string{"Job/report: warning: containers job and logs are regular containers and no sidecar sidesync knows is among them: if one of them never ends " +
-				"on its own (a log shipper, a proxy), it keeps the Job from completing; run such a container as a native sidecar (in initContainers, " +
+				"on its own (a log shipper, a proxy), it keeps running, so the Job never completes; run such a container as a native sidecar (in initContainers, " +
 				"with restartPolicy: Always), or name it to sidesync (--sidecar http:quit=URL) if it can be told to quit"}},
 		{"a CronJob of batch/v1beta1", "apiVersion: batch/v1beta1\nkind: CronJob\nmetadata: {name: old}\nspec: {}\n",
 			[]string{"CronJob/old: error: apiVersion batch/v1beta1 is not served since Kubernetes 1.25: upgrade it to batch/v1; " +
 				"then lint it again; kubectl sidesync inject passes it through unchanged until then"}},
 		{"a stale SIDESYNC_RESTART_POLICY", job(noAnn, containers(wrappedWith(`env: [{name: SIDESYNC_RESTART_POLICY, value: OnFailure}]`), istioProxy)),
 			[]string{"Job/report: error: container job restarts in place on no exit code (the pod's restartPolicy Never), but the sidesync it runs is told it does " +
-				"on every exit code but 0: after every exit code but 0 it keeps the sidecars for a restart that never comes, and the Job never completes; " +
+				"on every exit code but 0: after every exit code but 0 it keeps the sidecars for a restart that never comes, so the Job never completes; " +
 				"inject it again to update SIDESYNC_RESTART_POLICY and SIDESYNC_RESTART_RULES, or correct them"}},
 		{"a native Cloud SQL Auth Proxy without --health-check: never wrap, probe", job(noAnn, `{restartPolicy: Never, containers: [`+app+
 			`], initContainers: [{name: cloud-sql-proxy, image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.28.0, restartPolicy: Always, args: [p:r:i]}]}`),
@@ -89,7 +90,7 @@ func TestOrder(t *testing.T) {
 		`{restartPolicy: OnFailure, containers: [`+app+`, {name: db, image: cloud-sql-proxy}], initContainers: [`+fluentBit+`]}`)
 	want := []short{
 		errorOf(RuleNeverQuits, "db"), warningOf(RuleNeverQuits, "linkerd-proxy"), errorOf(RuleNeverQuits, "vault-agent"),
-		errorOf(RuleCloudSQLQuit, "db"), errorOf(RuleLinkerdShutdown, "linkerd-proxy"), errorOf(RuleVaultQuit, "vault-agent"),
+		errorOf(RuleCloudSQLQuit, "db"), warningOf(RuleLinkerdShutdown, "linkerd-proxy"), errorOf(RuleVaultQuit, "vault-agent"),
 		warningOf(RuleCloudSQLHealth, "db"), warningOf(RuleNoStartupProbe, "fluent-bit"), warningOf(RuleFailurePolicy, ""),
 		warningOf(RuleRestartsInPlace, "job"),
 	}

@@ -18,6 +18,8 @@ type pod struct {
 	completes bool
 	sorted    *catalog.Pod
 	apps      []*appContainer // the app containers, in order
+	// expected are the sidecars the pod expects from its namespace (catalog.Expected).
+	expected []catalog.Expectation
 }
 
 // appContainer is an app container, and the sidesync it runs if any.
@@ -34,6 +36,7 @@ func newPod(o Object) *pod {
 	policy := o.Pod.RestartPolicy
 	p.completes = o.Kind != manifest.Pod || policy == string(restart.Never) || policy == string(restart.OnFailure)
 	p.sorted = catalog.Sort(o.Pod, catalog.Options{Requests: true})
+	p.expected = catalog.Expected(o.Pod)
 	for _, c := range p.sorted.Apps {
 		p.apps = append(p.apps, &appContainer{c: c, w: readWrapper(c)})
 	}

@@ -71,17 +71,18 @@ func TestAnnouncedSidecars(t *testing.T) {
 // TestLinkerd is rule 2: Linkerd's /shutdown is off unless the pod enables it.
 func TestLinkerd(t *testing.T) {
 	shutdown := errorOf(RuleLinkerdShutdown, "linkerd-proxy")
+	maybeShutdown := warningOf(RuleLinkerdShutdown, "linkerd-proxy") // the same proxy, the same severity
 	never := errorOf(RuleNeverQuits, "linkerd-proxy")
 	maybeNever := warningOf(RuleNeverQuits, "linkerd-proxy") // Linkerd 2.20+ injects native sidecars
 	enabled := `{linkerd.io/inject: enabled, config.linkerd.io/proxy-admin-shutdown: enabled}`
 	runCases(t, []lintCase{
-		{"asked for, not wrapped, shutdown off", job(`{linkerd.io/inject: enabled}`, containers(app)), []short{maybeNever, shutdown}},
+		{"asked for, not wrapped, shutdown off", job(`{linkerd.io/inject: enabled}`, containers(app)), []short{maybeNever, maybeShutdown}},
 		{"asked for as classic, not wrapped, shutdown off", job(`{linkerd.io/inject: enabled, config.linkerd.io/proxy-enable-native-sidecar: "false"}`, containers(app)), []short{never, shutdown}},
 		{"injected, the proxy's own variable says the endpoint is on", job(`{linkerd.io/proxy-version: edge-26.8.3}`, containers(wrapped,
 			`{name: linkerd-proxy, image: cr.l5d.io/linkerd/proxy, env: [{name: LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED, value: "true"}]}`)), nil},
 		{"injected, the proxy's own variable says the endpoint is off", job(`{linkerd.io/proxy-version: edge-26.8.3, config.linkerd.io/proxy-admin-shutdown: enabled}`, containers(wrapped,
 			`{name: linkerd-proxy, image: cr.l5d.io/linkerd/proxy, env: [{name: LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED, value: "false"}]}`)), []short{shutdown}},
-		{"asked for, wrapped, shutdown off", job(`{linkerd.io/inject: enabled}`, containers(wrapped)), []short{shutdown}},
+		{"asked for, wrapped, shutdown off", job(`{linkerd.io/inject: enabled}`, containers(wrapped)), []short{maybeShutdown}},
 		{"asked for, wrapped, shutdown enabled", job(enabled, containers(wrapped)), nil},
 		{"asked for, not wrapped, shutdown enabled", job(enabled, containers(app)), []short{maybeNever}},
 		{"linkerd-await --shutdown quits it", job(enabled, containers(

@@ -15,7 +15,8 @@ import (
 // CronJobs among them, a List's items included (an item of a typed list, a PodList, may leave
 // out its kind), in the order they come; objects of other kinds are skipped, and so are empty
 // documents; a Pod, Job or CronJob of an API version sidesync does not read is returned with
-// Unsupported set. A document that is not YAML or JSON, has a key twice, or holds an object
+// Unsupported set, and with its pod when Kubernetes no longer serves the version and the pod is
+// where the current version has it (a batch/v1beta1 CronJob). A document that is not YAML or JSON, has a key twice, or holds an object
 // whose fields sidesync reads have the wrong types, is an error that names the document (counted
 // from 1) and the field. Decode reads only data; Read reads a stream.
 func Decode(data []byte) ([]Object, error) {
@@ -48,6 +49,15 @@ func objectOf(obj map[string]any, tm manifest.TypeMeta) (Object, bool, error) {
 	w, err := manifest.Locate(obj, tm)
 	var unsupported *manifest.Unsupported
 	switch {
+	case errors.As(err, &unsupported) && unsupported.Workload != nil:
+		// A version no longer served, whose pod is the current version's: its pod's findings
+		// come with the upgrade, rather than after it.
+		o, err := FromWorkload(unsupported.Workload)
+		if err != nil {
+			return Object{}, false, fmt.Errorf("%s: %w", unsupported.Name, err)
+		}
+		o.Unsupported = unsupported.Reason
+		return o, true, nil
 	case errors.As(err, &unsupported):
 		return Object{Name: unsupported.Name, Unsupported: unsupported.Reason}, true, nil
 	case err != nil:

@@ -1,7 +1,6 @@
 package lint
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,7 +138,7 @@ func restartFinding(p *pod, a *appContainer) (Finding, bool) {
 	case a.w != nil && a.w.err != nil:
 		return Finding{}, false // wrapperConfig says it
 	case set.count() > 0 && set[0]:
-		f.Message = runs + ": it runs again even after it succeeds, " + fmt.Sprintf(neverCompletesTheKind, p.Kind)
+		f.Message = runs + ": it runs again even after it succeeds, " + p.neverCompletes()
 		f.Fix = "restart it only on failure (restartPolicy OnFailure, or restartPolicyRules that leave out exit code 0)"
 	case a.w == nil && set.count() > 0:
 		f.Severity = Warning
@@ -151,7 +150,7 @@ func restartFinding(p *pod, a *appContainer) (Finding, bool) {
 		f.Message = runs + ", and the sidesync it runs is not told so: it tells the sidecars to quit before the restart, and the restarted container finds none (it waits, then exits 69)"
 		f.Fix = "inject it again (kubectl sidesync inject sets " + envRestartPolicy + " and " + envRestartRules + "), or set them yourself"
 	case known && restartCodes(told) != set:
-		f.Message = mismatch(c, restartCause(c, policy), set, restartCodes(told), string(p.Kind))
+		f.Message = mismatch(c, restartCause(c, policy), set, restartCodes(told), p.neverCompletes())
 		f.Fix = "inject it again to update " + envRestartPolicy + " and " + envRestartRules + ", or correct them"
 	case set.count() == 0:
 		return Finding{}, false
@@ -170,7 +169,7 @@ func restartFinding(p *pod, a *appContainer) (Finding, bool) {
 // mismatch says what follows when the sidesync in c is told it restarts on told while the
 // kubelet restarts it on actual: a quit before a restart, or sidecars kept for a restart that
 // never comes.
-func mismatch(c *manifest.Container, cause string, actual, told codes, kind string) string {
+func mismatch(c *manifest.Container, cause string, actual, told codes, never string) string {
 	var early, kept codes
 	for code := range actual {
 		early[code] = actual[code] && !told[code]
@@ -182,7 +181,7 @@ func mismatch(c *manifest.Container, cause string, actual, told codes, kind stri
 		what = append(what, "after "+early.String()+" it tells the sidecars to quit before the restart, and the restarted container finds none")
 	}
 	if kept.count() > 0 {
-		what = append(what, "after "+kept.String()+" it keeps the sidecars for a restart that never comes, and the "+kind+" never completes")
+		what = append(what, "after "+kept.String()+" it keeps the sidecars for a restart that never comes, "+never)
 	}
 	return msg + ": " + strings.Join(what, "; ")
 }

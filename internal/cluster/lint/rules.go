@@ -26,6 +26,9 @@ const (
 	RuleAPIVersion       = "api-version-not-served"
 	RuleNoSidecar        = "no-sidecar"
 	RuleNativeWithProbes = "native-sidecars-only"
+	RuleHandshake        = "sidecar-quits-by-handshake"
+	RuleFromNamespace    = "sidecar-from-namespace"
+	RuleEndpointsOff     = "sidecar-endpoints-off"
 )
 
 // rule is a row of lint's table: one rule, or one kind of catalog switch (a health check, a
@@ -39,6 +42,9 @@ type rule struct {
 	// severity, finds and short are the rule's RuleDoc; in a row of switches, finds is a format
 	// of the sidecar's title and what its switch turns on ("Linkerd", "/shutdown endpoint").
 	severity, finds, short string
+	// ifMaybeNative, in a row of switches, ends finds for a sidecar whose mesh may inject it as a
+	// native one (catalog.Maybe), whose findings mayBeNative makes warnings then.
+	ifMaybeNative string
 	// check finds the rule's findings in a pod, in the order of its containers.
 	check func(*pod) []Finding
 }
@@ -47,7 +53,7 @@ type rule struct {
 // README's table of rules are rendered from it. Read only.
 var table = []rule{
 	{id: RuleAPIVersion, severity: "error", check: notServed,
-		finds: "a CronJob of an API version Kubernetes no longer serves (`batch/v1beta1`, `batch/v2alpha1`): upgrade it to `batch/v1` (kubectl sidesync inject passes it through until then)",
+		finds: "a CronJob of an API version Kubernetes no longer serves (`batch/v1beta1`, `batch/v2alpha1`): upgrade it to `batch/v1`; its pod, the same in both, is linted as well (kubectl sidesync inject passes it through until then)",
 		short: "API version no longer served: use batch/v1"},
 	{id: RuleWrapperConfig, severity: "error", check: wrapperConfig,
 		finds: "an app runs sidesync with settings it refuses (flags, `SIDESYNC_*` variables): it exits 2 without running the command",
@@ -55,9 +61,13 @@ var table = []rule{
 	{id: RuleNeverQuits, severity: "error or warning", check: neverQuits,
 		finds: "a classic sidecar (in the manifest, or announced by a mesh's injection annotation or label) and nothing to tell it to quit: the Job never completes; a warning when the mesh may inject it as a native sidecar",
 		short: "never told to quit: the Job never completes"},
+	{id: RuleEndpointsOff, severity: "error or warning", check: endpointsOff,
+		finds: "a classic sidecar whose settings switch every endpoint off (Istio's `status.sidecar.istio.io/port: \"0\"`: no status server, so no quit and no readiness): nothing can tell it to quit; a warning when the mesh may inject it as a native sidecar",
+		short: "endpoints off: the Job never completes"},
 	{switchOf: func(e *catalog.Entry) *catalog.Switch { return e.QuitSwitch }, severity: "error", check: quitOff,
-		finds: "%s as a classic sidecar with its %s off: nothing can tell it to quit",
-		short: "quit endpoint off: the Job never completes"},
+		finds:         "%s as a classic sidecar with its %s off: nothing can tell it to quit",
+		ifMaybeNative: "; a warning when the mesh may inject it as a native sidecar",
+		short:         "quit endpoint off: the Job never completes"},
 	{id: RulePartlyWrapped, severity: "error", check: partlyWrapped,
 		finds: "several app containers with classic sidecars, some running sidesync and others not, or wrappers that do not know each other: the first to end cuts the others' sidecars",
 		short: "partly wrapped: first to end cuts sidecars"},
@@ -73,9 +83,15 @@ var table = []rule{
 	{id: RuleRestartsInPlace, severity: "error or warning", check: restartsInPlace,
 		finds: "restarts in place (`OnFailure`, `Always`, restart rules): an error when the app runs again after exit 0, or the sidesync it runs is told otherwise than the kubelet does (it would quit the sidecars before a restart, or keep them after the last exit); a warning to bound them otherwise",
 		short: "restarts in place: may run after quit"},
+	{id: RuleFromNamespace, severity: "warning or info", check: fromNamespace,
+		finds: "a pod annotation that only a mesh's injector reads (Istio's `proxy.istio.io/config`, Linkerd's `config.linkerd.io/*`, ...) and no request: the pod expects the mesh's sidecar from its namespace, which the manifest does not show; a warning when nothing in the apps would tell it to quit",
+		short: "expects a mesh from its namespace"},
 	{id: RuleSeveralApps, severity: "warning", check: severalApps,
 		finds: "a Job of several regular containers and no sidecar sidesync knows: one that never ends on its own (a log shipper) keeps the Job running",
 		short: "one container that never ends holds the Job"},
+	{id: RuleHandshake, severity: "info", check: handshake,
+		finds: "a classic sidecar that a shell script of its own ends once the app writes a file on a shared volume (a hand-written shutdown handshake): it works; a native sidecar would be simpler",
+		short: "hand-written handshake: works"},
 	{id: RuleNoSidecar, severity: "info", check: noSidecarFound,
 		finds: "no sidecar: nothing for sidesync to do for sidecars",
 		short: "no sidecar: nothing to do"},
@@ -84,8 +100,21 @@ var table = []rule{
 		short: "native sidecars only: not needed"},
 }
 
-// neverCompletesTheKind ends the message of a sidecar that keeps its pod from completing.
-const neverCompletesTheKind = "so the %s never completes"
+// neverCompletes ends the message of a sidecar that keeps its pod from completing: "so the Job
+// never completes". A CronJob never completes, its Jobs do; what a Job that never completes does
+// to the next runs depends on its concurrencyPolicy.
+func (p *pod) neverCompletes() string {
+	if p.Kind != manifest.CronJob {
+		return "so the " + string(p.Kind) + " never completes"
+	}
+	switch p.ConcurrencyPolicy {
+	case "Forbid":
+		return "so the CronJob's Job never completes, and with concurrencyPolicy: Forbid no later run starts"
+	case "Replace":
+		return "so the CronJob's Job never completes: each run's Job is deleted, unfinished, when the next starts (concurrencyPolicy: Replace)"
+	}
+	return "so the CronJob's Jobs never complete, and each run adds one more that keeps running (concurrencyPolicy: Allow)"
+}
 
 // neverQuits (rule 1): in a pod that runs to completion, a classic sidecar that nothing tells
 // to quit keeps running after the app ends, and the pod never completes. A sidecar only
@@ -96,7 +125,7 @@ func neverQuits(p *pod) []Finding {
 	}
 	var fs []Finding
 	for _, s := range p.classic() {
-		if p.toldQuit(s) {
+		if p.toldQuit(s) || s.EndpointsOff != "" { // endpointsOff says why nothing can
 			continue
 		}
 		fix := "wrap the apps with sidesync (kubectl sidesync inject; an app without a command needs --resolve)"
@@ -108,14 +137,22 @@ func neverQuits(p *pod) []Finding {
 		}
 		f := Finding{Severity: Error, Rule: RuleNeverQuits, Container: s.ContainerName(),
 			Message: who(s) + " is a classic sidecar and nothing tells it to quit: it keeps running after the app ends, " +
-				fmt.Sprintf(neverCompletesTheKind, p.Kind), Fix: fix}
-		if s.NativeMaybe {
-			f.Severity = Warning
-			f.Message = "if your mesh injects classic sidecars (" + s.Entry.Native.Why + "), " + f.Message
-		}
-		fs = append(fs, f)
+				p.neverCompletes(), Fix: fix}
+		fs = append(fs, mayBeNative(s, f))
 	}
 	return fs
+}
+
+// mayBeNative makes a finding about a classic sidecar a warning that says why, when the sidecar is
+// only announced and its mesh may inject it as a native one (catalog.Sidecar.NativeMaybe): the
+// kubelet then stops it, and nothing of the finding holds. Every rule about a classic sidecar's
+// quit goes through it, so that one proxy gets one severity.
+func mayBeNative(s *catalog.Sidecar, f Finding) Finding {
+	if s.NativeMaybe && f.Severity == Error {
+		f.Severity = Warning
+		f.Message = "if your mesh injects classic sidecars (" + s.Entry.Native.Why + "), " + f.Message
+	}
+	return f
 }
 
 // toldQuit reports whether something in the pod tells the sidecar to quit: sidesync in the apps,
@@ -123,6 +160,9 @@ func neverQuits(p *pod) []Finding {
 // sidecar's quit endpoint (`curl -X POST localhost:15020/quitquitquit`) or runs
 // linkerd-await --shutdown.
 func (p *pod) toldQuit(s *catalog.Sidecar) bool {
+	if s.Handshake != "" {
+		return true
+	}
 	if s.Entry == nil {
 		return false
 	}
@@ -188,6 +228,28 @@ func nativeFix(s *catalog.Sidecar) string {
 	return ""
 }
 
+// endpointsOff: a classic sidecar whose settings switch all its endpoints off (Istio's status
+// port 0) can be neither waited for nor told to quit, by sidesync or anyone.
+func endpointsOff(p *pod) []Finding {
+	if !p.completes {
+		return nil
+	}
+	var fs []Finding
+	for _, s := range p.classic() {
+		if s.EndpointsOff == "" {
+			continue
+		}
+		f := Finding{Severity: Error, Rule: RuleEndpointsOff, Container: s.ContainerName(),
+			Message: who(s) + " is a classic sidecar whose " + s.EndpointsOff + " switches its endpoints off: nothing can tell it to quit, " + p.neverCompletes(),
+			Fix:     "remove " + s.EndpointsOff}
+		if n := nativeFix(s); n != "" {
+			f.Fix += ", or " + n
+		}
+		fs = append(fs, mayBeNative(s, f))
+	}
+	return fs
+}
+
 // quitOff (one rule per switch, named in the catalog: linkerd-shutdown-off,
 // cloudsql-no-quitquitquit, vault-quit-off): a classic sidecar whose quit endpoint is off cannot
 // be told to quit, whoever tries.
@@ -195,12 +257,12 @@ func quitOff(p *pod) []Finding {
 	if !p.completes {
 		return nil
 	}
-	never := fmt.Sprintf(neverCompletesTheKind, p.Kind)
+	never := p.neverCompletes()
 	var fs []Finding
 	for _, s := range p.classic() {
 		off := s.QuitOff
-		if off == nil {
-			continue
+		if off == nil || s.Handshake != "" {
+			continue // a handshake of its own ends it
 		}
 		f := Finding{Severity: Error, Rule: off.Rule, Container: s.ContainerName(),
 			Message: who(s) + " is a classic sidecar whose " + off.What + " is off: nothing can tell it to quit, " + never,
@@ -219,7 +281,7 @@ func quitOff(p *pod) []Finding {
 			f.Message = who(s) + " is a classic sidecar whose " + off.What + " is off unless the cluster turns it on (" +
 				s.Entry.QuitSwitch.Maybe + "): otherwise nothing can tell it to quit, " + never
 		}
-		fs = append(fs, f)
+		fs = append(fs, mayBeNative(s, f))
 	}
 	return fs
 }
@@ -233,6 +295,8 @@ func readyOff(p *pod) []Finding {
 	var fs []Finding
 	for _, s := range p.classic() {
 		switch off := s.ReadyOff; {
+		case s.Handshake != "":
+			// Its handshake is the app's business; sidesync does not wait for it.
 		case off != nil && off.Hidden != "":
 			fs = append(fs, Finding{Severity: Warning, Rule: off.Rule, Container: s.ContainerName(),
 				Message: who(s) + "'s " + off.What + " is switched by " + off.Hidden + ", whose value the manifest does not show (valueFrom): unless it is true, sidesync cannot wait for it",
@@ -377,18 +441,74 @@ func exitCodeRules(job map[string]any) []exitCodeRule {
 // proxy nobody announced): it keeps the Job running (the Kubernetes documentation's own
 // example of the problem).
 func severalApps(p *pod) []Finding {
-	if !p.completes || len(p.sorted.Sidecars) > 0 || len(p.apps) < 2 {
+	if !p.completes || len(p.sorted.Sidecars) > 0 || len(p.expected) > 0 || len(p.apps) < 2 {
 		return nil
 	}
 	return []Finding{{Severity: Warning, Rule: RuleSeveralApps,
-		Message: containersOf(p.apps) + " are regular containers and no sidecar sidesync knows is among them: if one of them never ends on its own (a log shipper, a proxy), it keeps the " + string(p.Kind) + " from completing",
+		Message: containersOf(p.apps) + " are regular containers and no sidecar sidesync knows is among them: if one of them never ends on its own (a log shipper, a proxy), it keeps running, " + p.neverCompletes(),
 		Fix:     "run such a container as a native sidecar (in initContainers, with restartPolicy: Always), or name it to sidesync (--sidecar http:quit=URL) if it can be told to quit"}}
+}
+
+// handshake (info): a classic sidecar that ends by a shutdown handshake written by hand
+// (catalog.HandshakeQuit) needs nothing, and the pod completes; a native sidecar does the same
+// with less.
+func handshake(p *pod) []Finding {
+	if !p.completes {
+		return nil
+	}
+	var fs []Finding
+	for _, s := range p.classic() {
+		if s.Handshake == "" {
+			continue
+		}
+		f := Finding{Severity: Info, Rule: RuleHandshake, Container: s.ContainerName(),
+			Message: who(s) + " ends by " + s.Handshake + "; it ends when the app does, and sidesync has nothing to do for it"}
+		if n := nativeFix(s); n != "" {
+			f.Fix = "simpler: " + n + ", and drop the handshake"
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+// fromNamespace (warning or info): an annotation that only a mesh's injector reads announces that
+// the pod expects the mesh's sidecar, from the namespace's request that the manifest does not
+// show (a Helm chart's Job with Istio's proxy.istio.io/config): not a pod without sidecars.
+// Nothing in the manifest asks for it, so inject does not wrap for it; sidesync in the apps finds
+// it at run time.
+func fromNamespace(p *pod) []Finding {
+	var fs []Finding
+	for _, x := range p.expected {
+		e := x.Entry
+		f := Finding{Severity: Info, Rule: RuleFromNamespace, Container: e.Container,
+			Message: "the pod's annotation " + x.Key + " means something only to " + e.Title + "'s injector: the pod expects " + e.Title +
+				"'s sidecar (container " + e.Container + ") from its namespace, which the manifest does not show"}
+		ask := ""
+		if len(e.Requests) > 0 {
+			ask = "ask for it in the pod (" + e.Requests[0].String() + "), so that lint and kubectl sidesync inject see it"
+		}
+		switch quits := slices.ContainsFunc(p.wrapped(), func(a *appContainer) bool { return a.w.quits() }); {
+		case quits:
+			f.Message += "; the apps' sidesync finds it at run time"
+		case p.completes:
+			f.Severity = Warning
+			f.Message += "; if it comes as a classic sidecar, nothing tells it to quit: it keeps running after the app ends, " + p.neverCompletes()
+			f.Fix = ask
+			if n := nativeFix(&catalog.Sidecar{Entry: e}); n != "" {
+				f.Fix = strings.TrimPrefix(f.Fix+", or "+n, ", or ")
+			}
+		default:
+			f.Fix = ask
+		}
+		fs = append(fs, f)
+	}
+	return fs
 }
 
 // noSidecarFound (info): a pod without sidecars needs nothing of sidesync for its sidecars.
 func noSidecarFound(p *pod) []Finding {
-	if len(p.sorted.Sidecars) > 0 || (len(p.apps) > 1 && p.completes) {
-		return nil // severalApps says what matters
+	if len(p.sorted.Sidecars) > 0 || len(p.expected) > 0 || (len(p.apps) > 1 && p.completes) {
+		return nil // severalApps or fromNamespace says what matters
 	}
 	return []Finding{{Severity: Info, Rule: RuleNoSidecar,
 		Message: "no sidecar found; sidesync is not needed for sidecars here (it still keeps exit codes and reaps zombies)"}}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/config"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
@@ -73,7 +74,7 @@ func callsQuit(c *manifest.Container, quitPath string) bool {
 	if isHTTPClient(argv[0]) {
 		return slices.ContainsFunc(argv[1:], func(a string) bool { return strings.Contains(a, quitPath) })
 	}
-	script, ok := shellScript(argv)
+	script, ok := catalog.ShellScript(argv)
 	return ok && scriptCallsQuit(script, quitPath, 0)
 }
 
@@ -82,7 +83,7 @@ func callsQuit(c *manifest.Container, quitPath string) bool {
 // a trap, which runs when the shell exits. A mention elsewhere (an argument of echo or of another
 // program, a comment) is no call.
 func scriptCallsQuit(script, quitPath string, depth int) bool {
-	for _, cmd := range commandsOf(script) {
+	for _, cmd := range catalog.ShellCommands(script) {
 		cmd = skipPrefixes(cmd)
 		switch {
 		case len(cmd) == 0:
@@ -144,69 +145,6 @@ func isAssignment(w string) bool {
 func isHTTPClient(word string) bool {
 	b := path.Base(word)
 	return b == "curl" || b == "wget"
-}
-
-// shellScript returns the script of `sh -c SCRIPT` (bash, ash, dash, zsh, ksh; options such as
-// -ec or -euxc before it).
-func shellScript(argv []string) (string, bool) {
-	switch path.Base(argv[0]) {
-	case "sh", "bash", "ash", "dash", "zsh", "ksh":
-	default:
-		return "", false
-	}
-	for i := 1; i < len(argv); i++ {
-		a := argv[i]
-		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
-			return "", false
-		}
-		if !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
-			if i+1 < len(argv) {
-				return argv[i+1], true
-			}
-			return "", false
-		}
-	}
-	return "", false
-}
-
-// commandsOf splits a shell script into its simple commands' words: at newlines, ;, &, | and
-// parentheses, quotes removed. It is rough, and needs only to find which program a command runs.
-func commandsOf(script string) [][]string {
-	var cmds [][]string
-	var cur []string
-	var word strings.Builder
-	var quote rune
-	flushWord := func() {
-		if word.Len() > 0 {
-			cur = append(cur, word.String())
-			word.Reset()
-		}
-	}
-	flushCmd := func() {
-		flushWord()
-		if len(cur) > 0 {
-			cmds = append(cmds, cur)
-			cur = nil
-		}
-	}
-	for _, r := range script {
-		switch {
-		case quote != 0 && r == quote:
-			quote = 0
-		case quote != 0:
-			word.WriteRune(r)
-		case r == '\'' || r == '"':
-			quote = r
-		case r == '\n' || r == ';' || r == '&' || r == '|' || r == '(' || r == ')' || r == '`':
-			flushCmd()
-		case r == ' ' || r == '\t':
-			flushWord()
-		default:
-			word.WriteRune(r)
-		}
-	}
-	flushCmd()
-	return cmds
 }
 
 // knowsPeers reports whether the sidesync waits for the pod's other apps before it tells the

@@ -32,7 +32,7 @@ func TestSidecarsAnnotation(t *testing.T) {
 		{"beside the mesh's mark for another", map[string]string{contract.SidecarsAnnotation: "cloudsql:ready-port=9190,quit-port=9191", istioStatus: "{}"},
 			[]sidecar.Sidecar{movedSQL, mustProfile(t, "istio")}, []string{"annotation sidesync.io/sidecars", "annotation " + istioStatus}, ""},
 		{"a malformed entry is left out", map[string]string{contract.SidecarsAnnotation: "istio,bogus:port=1", kumaInjected: "true"},
-			[]sidecar.Sidecar{mustProfile(t, "istio"), mustProfile(t, "kuma")}, []string{"annotation sidesync.io/sidecars", `annotation kuma.io/sidecar-injected: "true"`},
+			[]sidecar.Sidecar{mustProfile(t, "istio"), noQuit(mustProfile(t, "kuma"))}, []string{"annotation sidesync.io/sidecars", `annotation kuma.io/sidecar-injected: "true"`},
 			`ignoring what cannot be read in the pod annotation sidesync.io/sidecars="istio,bogus:port=1": unknown sidecar "bogus"`},
 		{"inject's list, with the user's winning for a profile both name", map[string]string{
 			"sidesync.io/found-sidecars": "cloudsql:ready-port=9190,quit-port=9191,vault",

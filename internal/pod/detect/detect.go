@@ -3,6 +3,8 @@ package detect
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sidesync/sidesync/internal/shared/catalog"
@@ -63,6 +65,9 @@ func Detect(ctx context.Context, o Options) Result {
 	default:
 		view := &manifest.PodView{Annotations: pi.Annotations, Labels: pi.Labels}
 		if found := r.fromPod(view, o.LookupEnv); len(found) > 0 {
+			if api, ok := nativeFromAPI(ctx, o, r, found); ok {
+				return api
+			}
 			r.Found, r.Source, r.Tried = found, "pod annotations in "+o.PodInfoDir, nil
 			return r
 		}
@@ -74,6 +79,44 @@ func Detect(ctx context.Context, o Options) Result {
 	}
 	r.fromAPI(ctx, o)
 	return r
+}
+
+// nativeFromAPI settles the sidecars the annotations found whose being native they cannot tell
+// (Found.NativeUnknown): the Pod in the API shows which of its containers are native sidecars,
+// and what it finds replaces what the annotations found (ok). When the Pod cannot be read, or
+// does not tell either, such a sidecar keeps its readiness check (waiting is right for a native
+// sidecar too) but loses its quit call: a native sidecar is never told to quit (the kubelet
+// would restart it), and one that may be native is not either; a note says why and what to do.
+func nativeFromAPI(ctx context.Context, o Options, r Result, found []Found) (Result, bool) {
+	if !slices.ContainsFunc(found, func(f Found) bool { return f.NativeUnknown != "" }) {
+		return Result{}, false
+	}
+	why := "the Kubernetes API was not asked (--kube-api=false)"
+	if o.KubeAPI {
+		api := Result{Warnings: r.Warnings}
+		api.fromAPI(ctx, o)
+		if len(api.Found) > 0 && !slices.ContainsFunc(api.Found, func(f Found) bool { return f.NativeUnknown != "" }) {
+			return api, true
+		}
+		why = "its Pod in the Kubernetes API did not tell: " + strings.Join(api.Tried, "; ")
+		if api.Failed != nil {
+			why += " (" + api.Fix + ")"
+		}
+	}
+	for i := range found {
+		f := &found[i]
+		if f.NativeUnknown == "" || f.Sidecar.Quit == nil {
+			continue
+		}
+		f.Sidecar.Quit = nil
+		fix := "let sidesync read its Pod (get on pods: deploy/examples/rbac.yaml)"
+		if f.settle != "" {
+			fix += ", or " + f.settle
+		}
+		f.Notes = append(f.Notes, "not telling "+f.Sidecar.Name+" to quit: it may be a native sidecar ("+f.NativeUnknown+
+			"), which sidesync never tells to quit, and the pod's annotations do not say which; "+why+"; "+fix)
+	}
+	return Result{}, false
 }
 
 // fromAPI reads the pod from the Kubernetes API: its sidecars, and whether the kubelet restarts
@@ -120,8 +163,14 @@ func (r *Result) fromPod(p *manifest.PodView, lookupEnv func(string) (string, bo
 		}
 		sc := s.Profile
 		sc.Name = s.Entry.Name
-		others = append(others, Found{Profile: s.Entry.Name, Sidecar: catalog.WithCredential(s.Entry.Name, sc, lookupEnv),
-			Why: s.Via, Notes: s.Notes})
+		f := Found{Profile: s.Entry.Name, Sidecar: catalog.WithCredential(s.Entry.Name, sc, lookupEnv), Why: s.Via, Notes: s.Notes}
+		if n := s.Entry.Native; s.NativeMaybe {
+			f.NativeUnknown = n.Why
+			if len(n.Marks) > 0 && len(n.ClassicMarks) > 0 {
+				f.settle = "annotate the pod with " + n.Marks[0].YAML() + " or " + n.ClassicMarks[0].YAML()
+			}
+		}
+		others = append(others, f)
 	}
 	return withAnnotated(annotated, others)
 }

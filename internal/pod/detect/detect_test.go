@@ -64,22 +64,29 @@ func TestFromAnnotations(t *testing.T) {
 			[]sidecar.Sidecar{mustProfile(t, "istio")}, ""},
 		{"istio native, agent on another port", map[string]string{istioStatus: `{"initContainers":["istio-validation","istio-proxy"],"containers":[]}`, istioStatusPort: "15030"}, nil,
 			[]sidecar.Sidecar{func() sidecar.Sidecar { s := mustProfile(t, "istio").WithPorts(0, 15030); s.Native = true; return s }()}, ""},
-		{"linkerd with shutdown", map[string]string{linkerdVersion: "edge-26.8.3", linkerdShutdown: "enabled", linkerdAdminPort: "4192"}, nil,
+		{"istio with its status server off: neither endpoint", map[string]string{istioStatus: `{"containers":["istio-proxy"]}`, istioStatusPort: "0"}, nil,
+			[]sidecar.Sidecar{{Name: "istio"}}, "switches its endpoints off"},
+		// Linkerd leaves the same marks on a native and a classic proxy: without the Pod from the
+		// API, a proxy that may be native is waited for and not told to quit.
+		{"linkerd with shutdown, native or not", map[string]string{linkerdVersion: "edge-26.8.3", linkerdShutdown: "enabled", linkerdAdminPort: "4192"}, nil,
+			[]sidecar.Sidecar{noQuit(mustProfile(t, "linkerd").WithPorts(4192, 4192))}, "may be a native sidecar"},
+		{"linkerd with shutdown, classic by its annotation", map[string]string{linkerdVersion: "edge-26.8.3", linkerdShutdown: "enabled", linkerdAdminPort: "4192",
+			"config.linkerd.io/proxy-enable-native-sidecar": "false"}, nil,
 			[]sidecar.Sidecar{mustProfile(t, "linkerd").WithPorts(4192, 4192)}, ""},
-		{"linkerd without shutdown", map[string]string{linkerdVersion: "edge-26.8.3"}, nil,
+		{"linkerd without shutdown", map[string]string{linkerdVersion: "edge-26.8.3", "config.linkerd.io/proxy-enable-native-sidecar": "false"}, nil,
 			[]sidecar.Sidecar{mustProfile(t, "linkerd")}, "config.linkerd.io/proxy-admin-shutdown: enabled"},
 		{"linkerd native (beta spelling)", map[string]string{linkerdVersion: "v2", "config.beta.linkerd.io/proxy-enable-native-sidecar": "true"}, nil,
 			[]sidecar.Sidecar{func() sidecar.Sidecar { s := mustProfile(t, "linkerd"); s.Native = true; return s }()}, ""},
 		{"consul", map[string]string{consulInjected: "injected", consulGracefulPort: "20700"}, nil,
 			[]sidecar.Sidecar{mustProfile(t, "consul").WithPorts(0, 20700)}, ""},
-		{"kuma", map[string]string{kumaInjected: "true"}, nil, []sidecar.Sidecar{mustProfile(t, "kuma")}, ""},
+		{"kuma, native or not", map[string]string{kumaInjected: "true"}, nil, []sidecar.Sidecar{noQuit(mustProfile(t, "kuma"))}, "may be a native sidecar"},
 		{"dapr on another port", map[string]string{daprEnabled: "true", daprHTTPPort: "3600"}, nil,
 			[]sidecar.Sidecar{mustProfile(t, "dapr").WithPorts(3600, 3600)}, ""},
 		{"osm label", nil, map[string]string{osmProxyLabel: "1b9c"}, []sidecar.Sidecar{mustProfile(t, "osm")}, ""},
 		{"vault with quit", map[string]string{vaultInjected: "injected", vaultEnableQuit: "true"}, nil, []sidecar.Sidecar{mustProfile(t, "vault")}, ""},
 		{"vault without quit", map[string]string{vaultInjected: "injected"}, nil, []sidecar.Sidecar{{Name: "vault"}}, "agent-enable-quit"},
 		{"vault pre-populate only is no sidecar", map[string]string{vaultInjected: "injected", vaultPrePopulate: "true"}, nil, nil, ""},
-		{"bad port is ignored", map[string]string{kumaInjected: "true", kumaAdminPort: "x"}, nil, []sidecar.Sidecar{mustProfile(t, "kuma")}, "ignoring port"},
+		{"bad port is ignored", map[string]string{kumaInjected: "true", kumaAdminPort: "x"}, nil, []sidecar.Sidecar{noQuit(mustProfile(t, "kuma"))}, "ignoring port"},
 		{"istio and dapr", map[string]string{istioStatus: "{}", daprEnabled: "true"}, nil, []sidecar.Sidecar{mustProfile(t, "istio"), mustProfile(t, "dapr")}, ""},
 		{"nothing", map[string]string{"app": "x"}, map[string]string{"app": "y"}, nil, ""},
 	}
@@ -107,6 +114,9 @@ func TestFromAnnotations(t *testing.T) {
 }
 
 func noEnv(string) (string, bool) { return "", false }
+
+// noQuit is a profile without its quit call.
+func noQuit(sc sidecar.Sidecar) sidecar.Sidecar { sc.Quit = nil; return sc }
 
 // TestNothingFound: without a downward-API volume and outside Kubernetes, detection says what it
 // tried.

@@ -14,4 +14,10 @@ type Found struct {
 	Sidecar sidecar.Sidecar
 	Why     string   // the annotation, label or container that gave it away
 	Notes   []string // things the user should know (a quit endpoint that is off, say)
+	// NativeUnknown, when not empty, says why this sidecar may be a native one although the
+	// pod's annotations and labels cannot say (Linkerd 2.20+ injects native sidecars by
+	// default, and leaves the same marks either way): Detect then asks the Pod in the API, and
+	// when it cannot, the sidecar is not told to quit.
+	NativeUnknown string
+	settle        string // the annotations that would settle NativeUnknown, for the note
 }

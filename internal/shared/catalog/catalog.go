@@ -53,6 +53,11 @@ type Entry struct {
 	// injector for a sidecar in every pod created there, unless the pod says otherwise (Unless).
 	// Only what reads a namespace sees them: the webhook's warnings at a Job's creation.
 	NamespaceRequests []Mark
+	// Expects are pod annotations that only its injector reads (a key, or a prefix ending in
+	// "/"): a pod that carries one and no mark nor request expects the sidecar all the same, from
+	// its namespace's request, which a manifest does not show (Expected). The keys of Requests and
+	// Unless are not counted: they speak for themselves.
+	Expects []string
 	// Container is the name of the container its injector adds: once a mark reveals the
 	// sidecar, this container of the pod is it.
 	Container string
@@ -62,6 +67,11 @@ type Entry struct {
 	// ReadyPort and QuitPort are the settings that move the readiness check's or the quit
 	// call's port: pod annotations, or the sidecar's own flags and variables.
 	ReadyPort, QuitPort []Source
+	// Off are settings whose Value switches every endpoint of the sidecar off: Istio's
+	// status.sidecar.istio.io/port "0" turns the agent's status server off, which serves the quit
+	// and, through Envoy, the readiness (SIDECARS.md 3.1). A pod that sets one leaves the profile
+	// with neither (Sidecar.EndpointsOff).
+	Off []Source
 	// ReadySwitch and QuitSwitch say how the sidecar's health check and quit endpoint are
 	// switched on, when they are not always on; nil: always on.
 	ReadySwitch, QuitSwitch *Switch

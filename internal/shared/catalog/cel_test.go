@@ -48,6 +48,9 @@ var syntheticPods = []string{
 	// Istio: its status, its opt-out in a label and an annotation, requests without the proxy.
 	`{metadata: {annotations: {sidecar.istio.io/status: '{"initContainers":["istio-proxy"]}', status.sidecar.istio.io/port: "15021"}}, spec: {initContainers: [{name: istio-proxy, image: istio/proxyv2, restartPolicy: Always, startupProbe: {httpGet: {port: 15021}}}], containers: [{name: job, image: app}]}}`,
 	`{metadata: {annotations: {sidecar.istio.io/status: "{}"}, labels: {sidecar.istio.io/inject: "false"}}, spec: {containers: [{name: job, image: app}, {name: istio-proxy, image: istio/proxyv2}]}}`,
+	// Istio's status port 0: no status server, so neither endpoint.
+	`{metadata: {annotations: {sidecar.istio.io/status: "{}", status.sidecar.istio.io/port: "0"}}, spec: {containers: [{name: job, image: app}, {name: istio-proxy, image: istio/proxyv2}]}}`,
+	`{metadata: {annotations: {sidecar.istio.io/inject: "true", status.sidecar.istio.io/port: " 0"}}, spec: {containers: [{name: job, image: app}]}}`,
 	`{metadata: {annotations: {sidecar.istio.io/inject: "false", sidecar.istio.io/status: "{}"}}, spec: {containers: [{name: job, image: app}]}}`,
 	`{metadata: {labels: {sidecar.istio.io/inject: "true", istio-injection: enabled, istio.io/rev: canary}}, spec: {containers: [{name: job, image: app}]}}`,
 	// OSM's envoy, App Mesh's envoy, an Envoy of nobody's.

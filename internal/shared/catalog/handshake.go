@@ -8,113 +8,162 @@ import (
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
-// shells are the programs whose -c runs a script: a sidecar started through one of them may
-// have its own way to end, written in the script.
-var shells = []string{"sh", "bash", "ash", "dash", "ksh", "zsh"}
-
-// killWords are the words of a script that stop a process: a script that traps a signal or
-// kills a child has a shutdown of its own.
-var killWords = []string{"trap", "kill", "pkill", "killall"}
-
-// HandshakeQuit reports whether container c of pod runs a hand-written shutdown handshake, and
-// what it is: c is started by a shell's -c (sh, bash, ...), and its script traps a signal or
-// kills a process, or names a file on a volume that another regular container of the pod mounts
-// too (the common shape: `cloud_sql_proxy ... & CHILD=$!; while ! test -f /tmp/pod/terminated;
-// do sleep 1; done; kill $CHILD`, the app touching /tmp/pod/terminated when it ends). Such a
-// sidecar already ends when the app does: wrapping the app adds nothing, and turning it into a
-// native sidecar would make the kubelet restart it when its script ends. Inject leaves it as it
-// is, and lint does not call it a sidecar that never quits. It is conservative: a script that
-// does neither is not a handshake.
-func HandshakeQuit(c *manifest.Container, pod *manifest.PodView) (why string, ok bool) {
-	script, ok := shellScript(c.Argv())
+// HandshakeQuit reports whether container c of pod v ends by a shutdown handshake written by
+// hand, the common pattern from before native sidecars (docs/SIDECARS.md 17): c runs a shell
+// script (sh -c) that starts the sidecar and then kills it (kill, pkill, killall) or lets the
+// shell exit under it (the sidecar runs in the background, &), once a file appears on a volume
+// that c shares with another regular container of the pod, whose own command writes there (an
+// app's `trap "touch /tmp/pod/done" EXIT`). Such a sidecar quits when the app ends: nothing needs
+// to tell it to, and it must be neither converted to a native sidecar nor quit by sidesync. why
+// says what was found, for messages: "a hand-written shutdown handshake: its sh -c script
+// watches /tmp/pod (volume tmp-pod), where container main's command writes, and kills the
+// process it started (kill)".
+//
+// It is conservative: all of a shell script, a kill or a background start, and a path on a volume
+// that both containers mount and both scripts name; anything less is no handshake, and the
+// sidecar is judged as one that nothing tells to quit.
+func HandshakeQuit(c *manifest.Container, v *manifest.PodView) (why string, ok bool) {
+	script, ok := ShellScript(c.Argv())
 	if !ok {
 		return "", false
 	}
-	for _, w := range scriptWords(script) {
-		if slices.Contains(killWords, w) {
-			return "a hand-written shutdown handshake: its shell script runs " + w, true
-		}
-	}
-	for _, m := range sharedMounts(c, pod) {
-		if mentions(script, m.at) {
-			return "a hand-written shutdown handshake: its shell script watches " + m.at + ", on volume " + m.volume + " that container " + m.with + " mounts too", true
-		}
-	}
-	return "", false
-}
-
-// shellScript returns the script of argv when it runs a shell with -c: the first word after
-// the flags, one of which holds c ("-c", "-ec", "-xc").
-func shellScript(argv []string) (string, bool) {
-	if len(argv) < 3 || !slices.Contains(shells, path.Base(argv[0])) {
+	ends := endsChild(script)
+	if ends == "" {
 		return "", false
 	}
-	dashC := false
-	for _, a := range argv[1:] {
-		switch {
-		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--"):
-			dashC = dashC || strings.Contains(a[1:], "c")
-		case dashC:
-			return a, true
-		default:
-			return "", false // a script file, not -c
+	for _, m := range volumeMounts(c) {
+		if !namesPath(script, m.path) {
+			continue
+		}
+		for _, other := range v.Containers {
+			if other == c {
+				continue
+			}
+			for _, om := range volumeMounts(other) {
+				if om.volume == m.volume && namesPath(strings.Join(other.Argv(), " "), om.path) {
+					return "a hand-written shutdown handshake: its " + path.Base(c.Argv()[0]) + " -c script watches " + m.path + " (volume " + m.volume +
+						"), where container " + other.Name + "'s command writes, and " + ends, true
+				}
+			}
 		}
 	}
 	return "", false
 }
 
-// scriptWords splits a script into its words: runs of letters, digits, "_" and "-".
-func scriptWords(script string) []string {
-	return strings.FieldsFunc(script, func(r rune) bool {
-		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	})
-}
+// mount is a container's volume mount: the volume's name and where it is mounted.
+type mount struct{ volume, path string }
 
-// mount is a volume that a container mounts at a path, and another container that mounts it too.
-type mount struct{ volume, at, with string }
-
-// sharedMounts are the volumes c mounts that another regular container of the pod mounts too.
-func sharedMounts(c *manifest.Container, pod *manifest.PodView) []mount {
-	var out []mount
-	for _, m := range mountsOf(c) {
-		for _, o := range pod.Containers {
-			if o == c {
-				continue
-			}
-			if slices.ContainsFunc(mountsOf(o), func(om mount) bool { return om.volume == m.volume }) {
-				out = append(out, mount{volume: m.volume, at: m.at, with: o.Name})
-				break
-			}
-		}
-	}
-	return out
-}
-
-// mountsOf reads a container's volumeMounts (what cannot be read is no mount).
-func mountsOf(c *manifest.Container) []mount {
+// volumeMounts reads a container's volumeMounts; an entry that is not an object with a name and
+// an absolute mountPath is left out.
+func volumeMounts(c *manifest.Container) []mount {
 	l, _ := c.M["volumeMounts"].([]any)
 	var out []mount
 	for _, e := range l {
 		m, _ := e.(map[string]any)
-		name, at := manifest.Str(m, "name"), strings.TrimRight(manifest.Str(m, "mountPath"), "/")
-		if name != "" && at != "" {
-			out = append(out, mount{volume: name, at: at})
+		vm := mount{volume: manifest.Str(m, "name"), path: strings.TrimSuffix(manifest.Str(m, "mountPath"), "/")}
+		if vm.volume != "" && strings.HasPrefix(vm.path, "/") && vm.path != "" {
+			out = append(out, vm)
 		}
 	}
 	return out
 }
 
-// mentions reports whether script names dir or a path below it.
-func mentions(script, dir string) bool {
-	for i := 0; ; {
-		j := strings.Index(script[i:], dir)
-		if j < 0 {
+// namesPath reports whether text names a file under dir: dir followed by "/" and a name.
+func namesPath(text, dir string) bool {
+	for rest := text; ; {
+		i := strings.Index(rest, dir+"/")
+		if i < 0 {
 			return false
 		}
-		end := i + j + len(dir)
-		if end == len(script) || strings.ContainsRune("/ \t\n;'\")&|", rune(script[end])) {
+		rest = rest[i+len(dir)+1:]
+		if rest != "" && !strings.ContainsRune(" \t\n;&|\"')", rune(rest[0])) {
 			return true
 		}
-		i = end
 	}
+}
+
+// endsChild says how a shell script ends the process it started: it runs kill, pkill or killall,
+// or it starts a command in the background (&, not &&), which ends with the container when the
+// shell exits; "" when it does neither.
+func endsChild(script string) string {
+	for _, cmd := range ShellCommands(script) {
+		for _, w := range cmd {
+			switch path.Base(w) {
+			case "kill", "pkill", "killall":
+				return "kills the process it started (" + path.Base(w) + ")"
+			}
+		}
+	}
+	for i := 0; i < len(script); i++ {
+		if script[i] == '&' && (i+1 == len(script) || script[i+1] != '&' && script[i+1] != '>') && (i == 0 || script[i-1] != '&' && script[i-1] != '>') {
+			return "exits, which ends the process it started in the background"
+		}
+	}
+	return ""
+}
+
+// ShellScript returns the script of `sh -c SCRIPT` (bash, ash, dash, zsh, ksh; options such as
+// -ec or -euxc before it).
+func ShellScript(argv []string) (string, bool) {
+	if len(argv) == 0 {
+		return "", false
+	}
+	switch path.Base(argv[0]) {
+	case "sh", "bash", "ash", "dash", "zsh", "ksh":
+	default:
+		return "", false
+	}
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+			return "", false
+		}
+		if !strings.HasPrefix(a, "--") && strings.Contains(a, "c") {
+			if i+1 < len(argv) {
+				return argv[i+1], true
+			}
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// ShellCommands splits a shell script into its simple commands' words: at newlines, ;, &, | and
+// parentheses, quotes removed. It is rough, and needs only to find which program a command runs.
+func ShellCommands(script string) [][]string {
+	var cmds [][]string
+	var cur []string
+	var word strings.Builder
+	var quote rune
+	flushWord := func() {
+		if word.Len() > 0 {
+			cur = append(cur, word.String())
+			word.Reset()
+		}
+	}
+	flushCmd := func() {
+		flushWord()
+		if len(cur) > 0 {
+			cmds = append(cmds, cur)
+			cur = nil
+		}
+	}
+	for _, r := range script {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			word.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote = r
+		case slices.Contains([]rune{'\n', ';', '&', '|', '(', ')', '`'}, r):
+			flushCmd()
+		case r == ' ' || r == '\t':
+			flushWord()
+		default:
+			word.WriteRune(r)
+		}
+	}
+	flushCmd()
+	return cmds
 }

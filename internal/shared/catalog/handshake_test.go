@@ -1,53 +1,73 @@
-package catalog
+package catalog_test
 
 import (
+	"strings"
 	"testing"
 
-	"github.com/sidesync/sidesync/internal/shared/manifest"
+	"github.com/sidesync/sidesync/internal/shared/catalog"
 )
 
-// TestHandshakeQuit: a sidecar started by a shell's -c whose script kills, traps, or watches a
-// file on a volume an app mounts too ends by a shutdown of its own; anything else is not one.
-func TestHandshakeQuit(t *testing.T) {
-	shared := []any{map[string]any{"name": "pod", "mountPath": "/tmp/pod/"}}
-	for _, tc := range []struct {
-		name    string
-		command []string
-		args    []string
-		mounts  []any
-		want    bool
-	}{
-		{"kills its child", []string{"/bin/sh", "-c"}, []string{"proxy & CHILD=$!; wait_for_it; kill $CHILD"}, nil, true},
-		{"traps", []string{"bash", "-ec", "trap 'exit 0' TERM; proxy"}, nil, nil, true},
-		{"watches a shared file", []string{"sh", "-c", "proxy & while ! test -f /tmp/pod/terminated; do sleep 1; done"}, nil, shared, true},
-		{"a file on its own volume", []string{"sh", "-c", "proxy & while ! test -f /tmp/own/done; do sleep 1; done"}, nil, shared, false},
-		{"a path that only starts the same", []string{"sh", "-c", "proxy --dir /tmp/podcast"}, nil, shared, false},
-		{"a shell that only starts it", []string{"sh", "-c", "exec /cloud-sql-proxy p:r:i"}, nil, shared, false},
-		{"a script file", []string{"sh", "/run.sh"}, []string{"kill"}, nil, false},
-		{"no shell", []string{"/cloud-sql-proxy"}, []string{"--kill", "p:r:i"}, nil, false},
-		{"words that only contain kill", []string{"sh", "-c", "skill_level=3 proxy"}, nil, nil, false},
-	} {
-		c := &manifest.Container{Name: "proxy", Command: tc.command, Args: tc.args, M: map[string]any{"volumeMounts": tc.mounts}}
-		app := &manifest.Container{Name: "app", M: map[string]any{"volumeMounts": []any{map[string]any{"name": "pod", "mountPath": "/tmp/pod"}}}}
-		pod := &manifest.PodView{Containers: []*manifest.Container{app, c}}
-		why, got := HandshakeQuit(c, pod)
-		if got != tc.want || got != (why != "") {
-			t.Errorf("%s: HandshakeQuit = %q, %v; want %v", tc.name, why, got, tc.want)
-		}
-	}
-}
+// handshakePod is the pre-native pattern: a Cloud SQL Auth Proxy started by sh -c in the
+// background, killed once the app's EXIT trap touches a file on a shared emptyDir. Each case
+// of TestHandshakeQuit changes one thing in it.
+const handshakePod = `{"metadata": {}, "spec": {"restartPolicy": "Never",
+  "volumes": [{"name": "tmp-pod", "emptyDir": {}}],
+  "containers": [
+    {"name": "main", "image": "example/batch:1", "command": ["/bin/sh", "-c"],
+     "args": ["trap \"touch /tmp/pod/main-terminated\" EXIT\n/app/bin/main --config=/config/job.yaml\n"],
+     "volumeMounts": [{"name": "tmp-pod", "mountPath": "/tmp/pod"}]},
+    {"name": "cloudsql-proxy", "image": "gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.0", "command": ["/bin/sh", "-c"],
+     "args": ["/cloud-sql-proxy --port 5432 project:region:db &\nCHILD_PID=$!\n(while true; do if [[ -f \"/tmp/pod/main-terminated\" ]]; then kill $CHILD_PID; fi; sleep 1; done) &\nwait $CHILD_PID\nif [[ -f \"/tmp/pod/main-terminated\" ]]; then exit 0; fi\n"],
+     "volumeMounts": [{"name": "tmp-pod", "mountPath": "/tmp/pod", "readOnly": true}]}]}}`
 
-// TestInjectorRecordWins: a pod that asked Istio for a native sidecar, whose Istio (too old for
-// the request) recorded a classic one in its status annotation, has a classic sidecar.
-func TestInjectorRecordWins(t *testing.T) {
-	for status, want := range map[string]bool{
-		`{"initContainers":["istio-init"],"containers":["istio-proxy"]}`: false,
-		`{"initContainers":["istio-init","istio-proxy"]}`:                true,
+// TestHandshakeQuit: a hand-written shutdown handshake is found when every part of it is there,
+// and not when one is missing.
+func TestHandshakeQuit(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		from, to string
+		want     bool
+	}{
+		{"the handshake", "", "", true},
+		{"the sidecar waits and exits with no kill, its proxy in the background", "kill $CHILD_PID", "exit 0", true},
+		{"the app mounts the volume elsewhere and names it there", `"trap \"touch /tmp/pod/`, `"trap \"touch /shared/`, false},
+		{"no kill and nothing in the background", `/cloud-sql-proxy --port 5432 project:region:db &\nCHILD_PID=$!\n(while true; do if [[ -f \"/tmp/pod/main-terminated\" ]]; then kill $CHILD_PID; fi; sleep 1; done) &\nwait $CHILD_PID`,
+			`until [ -f /tmp/pod/main-terminated ]; do sleep 1; done 2>&1`, false},
+		{"the app writes nothing there", `trap \"touch /tmp/pod/main-terminated\" EXIT\n`, ``, false},
+		{"the sidecar watches no file on the shared volume", `[[ -f \"/tmp/pod/main-terminated\" ]]`, `[[ -f \"/tmp/other/main-terminated\" ]]`, false},
+		{"another volume", `{"name": "tmp-pod", "mountPath": "/tmp/pod", "readOnly": true}`, `{"name": "other", "mountPath": "/tmp/pod"}`, false},
+		{"no shell", `"command": ["/bin/sh", "-c"],
+     "args": ["/cloud-sql-proxy`, `"command": ["/cloud-sql-proxy"], "args": ["`, false},
 	} {
-		v := &manifest.PodView{Annotations: map[string]string{"sidecar.istio.io/status": status, "sidecar.istio.io/nativeSidecar": "true"}, Labels: map[string]string{}}
-		p := Sort(v, Options{})
-		if len(p.Sidecars) != 1 || p.Sidecars[0].Native != want {
-			t.Errorf("status %s: sidecars %+v, want native %v", status, p.Sidecars, want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			js := handshakePod
+			if tt.from != "" {
+				if !strings.Contains(js, tt.from) {
+					t.Fatalf("the pod has no %q", tt.from)
+				}
+				js = strings.ReplaceAll(js, tt.from, tt.to)
+			}
+			v := podOf(t, js)
+			why, got := catalog.HandshakeQuit(v.Containers[1], v)
+			if got != tt.want {
+				t.Errorf("HandshakeQuit = %q, %v; want %v", why, got, tt.want)
+			}
+			if got && !strings.Contains(why, "/tmp/pod") {
+				t.Errorf("why = %q; want it to name the watched directory", why)
+			}
+			// Sort gives the same answer, and a sidecar that quits by itself has no note about its quit endpoint.
+			s := catalog.Sort(v, catalog.Options{}).Sidecars[0]
+			if (s.Handshake != "") != tt.want {
+				t.Errorf("Sort's Handshake = %q; want %v", s.Handshake, tt.want)
+			}
+			if tt.want && strings.Contains(strings.Join(s.Notes, "\n"), "quit") {
+				t.Errorf("notes of a sidecar with a handshake talk of its quit: %q", s.Notes)
+			}
+		})
+	}
+	// The app itself is no sidecar with a handshake.
+	v := podOf(t, handshakePod)
+	if why, ok := catalog.HandshakeQuit(v.Containers[0], v); ok {
+		t.Errorf("HandshakeQuit(main) = %q, true; want false", why)
 	}
 }

@@ -43,6 +43,7 @@ var table = []Entry{
 		Requests: []Mark{{Key: "openservicemesh.io/sidecar-injection", Value: "enabled"}},
 		// OSM: the namespace annotation (osm namespace add --enable-sidecar-injection).
 		NamespaceRequests: []Mark{{Key: "openservicemesh.io/sidecar-injection", Value: "enabled"}},
+		Expects:           []string{"openservicemesh.io/"},
 		Container:         "envoy",
 		Native:            Native{ByDefault: Classic}},
 
@@ -61,9 +62,13 @@ var table = []Entry{
 		// Istio: the namespace label istio-injection=enabled, or a revision label.
 		NamespaceRequests: []Mark{{Key: "istio-injection", Value: "enabled", Label: true}, {Key: "istio.io/rev", Label: true}},
 		Unless:            []Mark{{Key: "sidecar.istio.io/inject", Value: "false", Label: true}, {Key: "sidecar.istio.io/inject", Value: "false"}},
-		Container:         "istio-proxy",
-		Containers:        []Match{{Name: "istio-proxy"}},
-		QuitPort:          []Source{{Annotation: "status.sidecar.istio.io/port"}},
+		// The annotations the injection template and the agent read (SIDECARS.md 15.1).
+		Expects:    []string{"proxy.istio.io/config", "sidecar.istio.io/", "traffic.sidecar.istio.io/", "status.sidecar.istio.io/", "readiness.status.sidecar.istio.io/"},
+		Container:  "istio-proxy",
+		Containers: []Match{{Name: "istio-proxy"}},
+		QuitPort:   []Source{{Annotation: "status.sidecar.istio.io/port"}},
+		// 0 starts no status server: no quit, and Envoy's 15021 has nothing to ask (SIDECARS.md 3.1).
+		Off: []Source{{Annotation: "status.sidecar.istio.io/port", Value: "0"}},
 		// Envoy's admin on 15000 beside the agent (SIDECARS.md 3.1).
 		EnvoyAdminPort: 15000,
 		Native: Native{Marks: []Mark{{Key: "sidecar.istio.io/nativeSidecar", Value: "true"}},
@@ -71,7 +76,8 @@ var table = []Entry{
 			ByDefault:    Maybe, Why: "Istio 1.28+ injects native sidecars when every node runs Kubernetes 1.33+ (ENABLE_NATIVE_SIDECARS=auto); older releases, or a cluster with an older node, get classic ones",
 			Honoured:  "Istio 1.24+ (1.24.0's change notes, istio/istio#53452; KUBERNETES.md 7)",
 			FromMarks: istioNativeByStatus},
-		Reads: "native when `" + istioStatus + "` lists `istio-proxy` among its `initContainers`"},
+		Reads: "native when `" + istioStatus + "` lists `istio-proxy` among its `initContainers`; " +
+			"`status.sidecar.istio.io/port: \"0\"` turns the agent's status server off: neither endpoint"},
 
 	// Linkerd (SIDECARS.md 4): admin on 4191; /shutdown is off unless enabled, and loopback
 	// only. Linkerd 2.20 (edge-26.5.2) injects native sidecars by default.
@@ -87,10 +93,12 @@ var table = []Entry{
 		// Linkerd: the same annotation on the namespace.
 		NamespaceRequests: []Mark{{Key: "linkerd.io/inject", Value: "enabled"}},
 		Unless:            []Mark{{Key: "linkerd.io/inject", Value: "disabled"}},
-		Container:         "linkerd-proxy",
-		Containers:        []Match{{Name: "linkerd-proxy"}},
-		ReadyPort:         []Source{{Annotation: "config.linkerd.io/admin-port"}},
-		QuitPort:          []Source{{Annotation: "config.linkerd.io/admin-port"}},
+		// The proxy's configuration annotations, read by the injector (SIDECARS.md 15.2).
+		Expects:    []string{"config.linkerd.io/", "config.alpha.linkerd.io/", "config.beta.linkerd.io/"},
+		Container:  "linkerd-proxy",
+		Containers: []Match{{Name: "linkerd-proxy"}},
+		ReadyPort:  []Source{{Annotation: "config.linkerd.io/admin-port"}},
+		QuitPort:   []Source{{Annotation: "config.linkerd.io/admin-port"}},
 		QuitSwitch: &Switch{Rule: "linkerd-shutdown-off", What: "/shutdown endpoint",
 			// The proxy's own variable, which the injector sets from the annotation or the Helm
 			// value, decides; proxies before mid-2024 had no such switch and always served it.
@@ -140,6 +148,7 @@ var table = []Entry{
 		Requests: []Mark{{Key: "kuma.io/sidecar-injection", Value: "enabled", Label: true}, {Key: "kuma.io/sidecar-injection", Value: "enabled"}},
 		// Kuma: the namespace label.
 		NamespaceRequests: []Mark{{Key: "kuma.io/sidecar-injection", Value: "enabled", Label: true}},
+		Expects:           []string{"kuma.io/"},
 		Container:         "kuma-sidecar",
 		Containers:        []Match{{Name: "kuma-sidecar"}},
 		ReadyPort:         []Source{{Annotation: "kuma.io/envoy-admin-port"}},

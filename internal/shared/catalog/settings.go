@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,11 @@ func (s *Sidecar) port(v *manifest.PodView, sources []Source) (int, bool) {
 			continue
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(val))
+		if s.Entry != nil && slices.ContainsFunc(s.Entry.Off, func(o Source) bool {
+			return o.Annotation == src.Annotation && o.Flag == src.Flag && o.Env == src.Env && strings.TrimSpace(val) == o.Value
+		}) {
+			return 0, false // not a port: the endpoints are off (allOff)
+		}
 		if err != nil || n < 1 || n > 65535 {
 			s.Notes = append(s.Notes, "ignoring port "+strconv.Quote(val)+" from "+src.String()+": not a port")
 			return 0, false
@@ -132,7 +138,7 @@ func (e *Entry) ReadyCEL(p CELPod, c string) (EndpointCEL, bool) {
 	if e.Sidecar.Ready == nil {
 		return EndpointCEL{}, false
 	}
-	return EndpointCEL{Dropped: droppedCEL(e.ReadySwitch, p, c, false), Port: portCEL(e.ReadyPort, p, c), Default: urlPort(e.Sidecar.Ready.URL)}, true
+	return EndpointCEL{Dropped: "(" + offCEL(e.Off, p, c) + " || " + droppedCEL(e.ReadySwitch, p, c, false) + ")", Port: portCEL(e.ReadyPort, p, c), Default: urlPort(e.Sidecar.Ready.URL)}, true
 }
 
 // QuitCEL is EndpointCEL for the quit call of e's profile, for the container that the CEL
@@ -141,7 +147,7 @@ func (e *Entry) QuitCEL(p CELPod, c string) (EndpointCEL, bool) {
 	if e.Sidecar.Quit == nil {
 		return EndpointCEL{}, false
 	}
-	return EndpointCEL{Dropped: droppedCEL(e.QuitSwitch, p, c, true), Port: portCEL(e.QuitPort, p, c), Default: urlPort(e.Sidecar.Quit.URL)}, true
+	return EndpointCEL{Dropped: "(" + offCEL(e.Off, p, c) + " || " + droppedCEL(e.QuitSwitch, p, c, true) + ")", Port: portCEL(e.QuitPort, p, c), Default: urlPort(e.Sidecar.Quit.URL)}, true
 }
 
 // SidecarCEL is, in CEL, what Sort makes of the sidecar a row claims in a container

@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/sidecar"
@@ -24,14 +26,23 @@ type Sidecar struct {
 	// StartupProbe are set. Zero for a sidecar the catalog does not know.
 	Profile sidecar.Sidecar
 	// Native: a Kubernetes native sidecar (the kubelet stops it after the apps); NativeMaybe: it
-	// is announced only, and whether its injector adds it as a native one depends on the
-	// injector's release or the cluster (Native is then false).
+	// is announced only (asked for, or marked without its container, as the downward API shows
+	// a pod), and whether its injector adds it as a native one depends on the injector's release
+	// or the cluster, which nothing on the pod says (Native is then false).
 	Native, NativeMaybe bool
 	// StartupProbe: a native sidecar with a startup probe, which Kubernetes waits for.
 	StartupProbe bool
 	// ReadyOff and QuitOff say that its health check or its quit endpoint is off, and how to
 	// switch it on; nil when on.
 	ReadyOff, QuitOff *Off
+	// EndpointsOff, when not empty, names the setting that switches every endpoint of the
+	// sidecar off (Entry.Off): the profile has neither Ready nor Quit, and nothing can wait for
+	// it or tell it to quit.
+	EndpointsOff string
+	// Handshake, when not empty, says how a classic sidecar in the pod quits by a shutdown
+	// handshake written by hand (HandshakeQuit): it ends when the app does, and nothing needs
+	// to tell it to quit.
+	Handshake string
 	// Notes are what the user should know (an endpoint that is off, a port that is not one).
 	Notes []string
 }
@@ -74,6 +85,9 @@ func (s *Sidecar) read(v *manifest.PodView) {
 	if s.Container != nil {
 		s.Native = s.Container.Native()
 		s.StartupProbe = s.Native && s.Container.StartupProbe
+		if !s.Native {
+			s.Handshake, _ = HandshakeQuit(s.Container, v)
+		}
 	}
 	if s.Entry == nil {
 		return
@@ -89,6 +103,12 @@ func (s *Sidecar) read(v *manifest.PodView) {
 	if p, ok := s.port(v, e.QuitPort); ok {
 		s.Profile = s.Profile.WithPorts(0, p)
 	}
+	if s.EndpointsOff = s.allOff(v); s.EndpointsOff != "" {
+		s.Profile.Ready, s.Profile.Quit = nil, nil
+		if !s.Native {
+			s.Notes = append(s.Notes, e.Title+"'s "+s.EndpointsOff+" switches its endpoints off: nothing can wait for it or tell it to quit")
+		}
+	}
 	// A native sidecar is the kubelet's to stop, and one with a startup probe Kubernetes's to
 	// wait for: what is off then is worth no note.
 	switch s.ReadyOff = s.off(v, e.ReadySwitch); {
@@ -103,21 +123,48 @@ func (s *Sidecar) read(v *manifest.PodView) {
 		}
 		s.Profile.Ready = nil
 	}
+	// Nor is a quit endpoint that is off, for a sidecar that quits by a handshake of its own.
+	quits := !s.Native && s.Handshake == ""
 	switch s.QuitOff = s.off(v, e.QuitSwitch); {
 	case s.QuitOff == nil || s.Profile.Quit == nil:
 	case s.QuitOff.Hidden != "":
-		if !s.Native {
+		if quits {
 			s.Notes = append(s.Notes, hiddenNote(e.Title, s.QuitOff))
 		}
 	case s.QuitOff.Certain:
-		if !s.Native {
+		if quits {
 			s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off, so it cannot be told to quit: "+s.QuitOff.Fix)
 		}
 		s.Profile.Quit = nil
-	case !s.Native:
+	case quits:
 		s.Notes = append(s.Notes, e.Title+"'s "+s.QuitOff.What+" is off unless the cluster turns it on, and the quit fails without it: "+s.QuitOff.Fix)
 	}
 	s.Profile.Native, s.Profile.StartupProbe = s.Native, s.StartupProbe
+}
+
+// allOff names the first of the row's Off settings that the pod sets to its Value ("annotation
+// status.sidecar.istio.io/port: "0""), or "".
+func (s *Sidecar) allOff(v *manifest.PodView) string {
+	for _, src := range s.Entry.Off {
+		if val, set := s.value(v, src); set && strings.TrimSpace(val) == src.Value {
+			return src.String() + ": " + quote(src.Value)
+		}
+	}
+	return ""
+}
+
+// offCEL is allOff in CEL, for the sidecar's container that the CEL expression c names: whether
+// the pod sets one of the row's Off settings to its Value (a bool).
+func offCEL(sources []Source, p CELPod, c string) string {
+	var conds []string
+	for _, src := range sources {
+		set, val, _ := src.valueCEL(p, c)
+		conds = append(conds, fmt.Sprintf("(%s && %s.trim() == %s)", set, val, CELString(src.Value)))
+	}
+	if len(conds) == 0 {
+		return "false"
+	}
+	return celOr(conds)
 }
 
 // hiddenNote says that an endpoint is switched by a setting whose value the manifest does not
@@ -138,7 +185,12 @@ func (s *Sidecar) readNative(v *manifest.PodView) {
 	case anyOn(n.Marks, v), n.ByDefault == NativeDefault:
 		s.Native = true
 	case anyOn(n.ClassicMarks, v):
-	case n.ByDefault == Maybe && s.Requested:
+	case n.FromMarks != nil && !s.Requested:
+		// The injector's mark tells, and it does not list a native sidecar.
+	case n.ByDefault == Maybe:
+		// Asked for, or marked (injected) with nothing on the pod to say how: Linkerd leaves the
+		// same annotations and labels on a pod whichever it injects (SIDECARS.md 15.2), and
+		// only the pod's containers tell.
 		s.NativeMaybe = true
 	}
 }

@@ -38,12 +38,18 @@ type Workload struct {
 type Unsupported struct {
 	Name   string
 	Reason string
+	// Workload, for an API version Kubernetes no longer serves whose pod is where the current
+	// version keeps it (a batch/v1beta1 CronJob's template is a batch/v1 CronJob's), is the
+	// object located as the current version: lint reads its pod, so that the upgrade is not the
+	// only finding; inject still passes the object through. nil otherwise.
+	Workload *Workload
 }
 
 func (u *Unsupported) Error() string { return u.Name + ": " + u.Reason }
 
 // removed are the API versions of the kinds sidesync handles that Kubernetes no longer serves,
-// with the release that removed them (https://kubernetes.io/docs/reference/using-api/deprecation-guide/).
+// with the release that removed them; each keeps its pod where the current version does
+// (Unsupported.Workload) (https://kubernetes.io/docs/reference/using-api/deprecation-guide/).
 var removed = map[string]string{
 	"batch/v1beta1 CronJob":  "1.25",
 	"batch/v2alpha1 CronJob": "1.21",
@@ -83,8 +89,24 @@ func Locate(obj map[string]any, inherited TypeMeta) (*Workload, error) {
 	w.Name = tm.Kind + "/" + objectName(obj)
 	path, ok := kinds(tm.APIVersion, w.Kind)
 	if !ok {
-		return nil, unsupported(w)
+		u := unsupported(w)
+		if u != nil && removed[tm.APIVersion+" "+tm.Kind] != "" {
+			// The removed versions of a kind keep its pod where the current one does.
+			path, _ := kinds(current(w.Kind), w.Kind)
+			if cur, err := locateAt(w, path); err == nil {
+				u.Workload = cur
+			}
+		}
+		if u == nil {
+			return nil, nil
+		}
+		return nil, u
 	}
+	return locateAt(w, path)
+}
+
+// locateAt finds the pod of w along path, and the Job's spec on the way.
+func locateAt(w *Workload, path []string) (*Workload, error) {
 	for i, k := range path {
 		m, err := MapAt(w.Template, k, w.TemplatePath)
 		if err != nil {
@@ -103,7 +125,7 @@ func Locate(obj map[string]any, inherited TypeMeta) (*Workload, error) {
 
 // unsupported is the error for a kind sidesync handles in another version of its API group, or
 // nil for a kind it does not handle (a Job of another group is someone else's).
-func unsupported(w *Workload) error {
+func unsupported(w *Workload) *Unsupported {
 	group, _, versioned := strings.Cut(w.APIVersion, "/")
 	if !versioned {
 		group = "" // the core group: "v1"

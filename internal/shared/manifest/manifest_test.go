@@ -37,6 +37,8 @@ func TestLocate(t *testing.T) {
 		{"a Pod of another group is someone else's", `{"apiVersion":"example.com/v1","kind":"Pod"}`, "nil"},
 		{"removed cronjob", `{"apiVersion":"batch/v1beta1","kind":"CronJob","metadata":{"name":"old"}}`,
 			"unsupported: CronJob/old: apiVersion batch/v1beta1 is not served since Kubernetes 1.25: upgrade it to batch/v1"},
+		{"removed cronjob, with its pod where batch/v1 has it", `{"apiVersion":"batch/v1beta1","kind":"CronJob","metadata":{"name":"old"},"spec":{"jobTemplate":{"spec":{"template":{"spec":{}}}}}}`,
+			"unsupported: CronJob/old: apiVersion batch/v1beta1 is not served since Kubernetes 1.25: upgrade it to batch/v1 (pod at spec.jobTemplate.spec.template)"},
 		{"alpha cronjob", `{"apiVersion":"batch/v2alpha1","kind":"CronJob","metadata":{"name":"old"}}`,
 			"unsupported: CronJob/old: apiVersion batch/v2alpha1 is not served since Kubernetes 1.21: upgrade it to batch/v1"},
 		{"unknown pod version", `{"apiVersion":"v2","kind":"Pod","metadata":{"name":"p"}}`,
@@ -55,6 +57,9 @@ func TestLocate(t *testing.T) {
 			switch {
 			case errors.As(err, &u):
 				got = "unsupported: " + err.Error()
+				if u.Workload != nil {
+					got += " (pod at " + u.Workload.TemplatePath + ")"
+				}
 			case err != nil:
 				got = err.Error()
 			case w == nil:
