@@ -14,16 +14,7 @@ func mergeSequence(n *yaml3.Node, o, v []any) (*yaml3.Node, error) {
 	if n.Kind != yaml3.SequenceNode || len(n.Content) != len(o) {
 		return nil, errMismatch
 	}
-	var content []*yaml3.Node
-	var err error
-	switch {
-	case named(o) && named(v):
-		content, err = byName(n.Content, o, v)
-	case scalars(o) && scalars(v):
-		content, err = byEnds(n.Content, o, v)
-	default:
-		content, err = byIndex(n.Content, o, v)
-	}
+	content, err := mergeEach(n.Content, o, v, pairs(o, v))
 	if err != nil {
 		return nil, err
 	}
@@ -58,21 +49,37 @@ func scalars(l []any) bool {
 	return true
 }
 
-// byName is the nodes of v's elements, each merged into the node of o's element of its name.
-func byName(nodes []*yaml3.Node, o, v []any) ([]*yaml3.Node, error) {
+// pairs is, for each element of v, the index of the element of o it is merged into, or -1 for
+// a new one (see mergeSequence).
+func pairs(o, v []any) []int {
+	switch {
+	case named(o) && named(v):
+		return byName(o, v)
+	case scalars(o) && scalars(v):
+		return byEnds(o, v)
+	}
+	return byIndex(o, v, 0, len(o))
+}
+
+// byName pairs each element of v with the element of o of its name.
+func byName(o, v []any) []int {
 	at := make(map[string]int, len(o))
 	for i, x := range o {
 		at[x.(map[string]any)["name"].(string)] = i
 	}
-	return mergeEach(nodes, o, v, func(_ int, x any) (int, bool) {
-		i, ok := at[x.(map[string]any)["name"].(string)]
-		return i, ok
-	})
+	p := make([]int, len(v))
+	for i, x := range v {
+		j, ok := at[x.(map[string]any)["name"].(string)]
+		p[i] = -1
+		if ok {
+			p[i] = j
+		}
+	}
+	return p
 }
 
-// byEnds keeps the nodes of the scalars o and v begin and end with, and merges the rest by
-// index.
-func byEnds(nodes []*yaml3.Node, o, v []any) ([]*yaml3.Node, error) {
+// byEnds pairs the scalars o and v begin and end with, and the rest by index.
+func byEnds(o, v []any) []int {
 	head := 0
 	for head < len(o) && head < len(v) && sameScalar(o[head], v[head]) {
 		head++
@@ -81,29 +88,33 @@ func byEnds(nodes []*yaml3.Node, o, v []any) ([]*yaml3.Node, error) {
 	for tail < len(o)-head && tail < len(v)-head && sameScalar(o[len(o)-1-tail], v[len(v)-1-tail]) {
 		tail++
 	}
-	middle, err := byIndex(nodes[head:len(o)-tail], o[head:len(o)-tail], v[head:len(v)-tail])
-	if err != nil {
-		return nil, err
+	p := byIndex(o, v, head, len(o)-tail)
+	for i := range tail {
+		p[len(v)-1-i] = len(o) - 1 - i
 	}
-	content := make([]*yaml3.Node, 0, len(v))
-	content = append(content, nodes[:head]...)
-	content = append(content, middle...)
-	return append(content, nodes[len(o)-tail:]...), nil
+	return p
 }
 
-// byIndex merges each element of v into the node of o's element at its index, and renders
-// those beyond o's end.
-func byIndex(nodes []*yaml3.Node, o, v []any) ([]*yaml3.Node, error) {
-	return mergeEach(nodes, o, v, func(i int, _ any) (int, bool) { return i, i < len(o) })
+// byIndex pairs each element of v with the element of o at its index, those in o[from:to]
+// only.
+func byIndex(o, v []any, from, to int) []int {
+	p := make([]int, len(v))
+	for i := range v {
+		p[i] = -1
+		if i < from || i < to && i < len(o) {
+			p[i] = i
+		}
+	}
+	return p
 }
 
-// mergeEach merges each element of v into the node of the element of o that match names (its
-// index in o), and renders those that match none.
-func mergeEach(nodes []*yaml3.Node, o, v []any, match func(i int, x any) (int, bool)) ([]*yaml3.Node, error) {
+// mergeEach merges each element of v into the node of the element of o it is paired with (p),
+// and renders those paired with none.
+func mergeEach(nodes []*yaml3.Node, o, v []any, p []int) ([]*yaml3.Node, error) {
 	content := make([]*yaml3.Node, 0, len(v))
 	for i, x := range v {
-		j, ok := match(i, x)
-		if !ok {
+		j := p[i]
+		if j < 0 {
 			content = append(content, render(x))
 			continue
 		}

@@ -129,10 +129,10 @@ func TestWriteMerge(t *testing.T) {
 		change: func(o map[string]any) { at(o, "spec").(map[string]any)["b"] = json.Number("3") },
 		want:   "kind: Pod\n\n# spec\nspec:\n  a:    1   # one\n  l: [x,  y]\n\n\n  b: 3 # two\n",
 	}, {
-		name:   "spacing that would change a value is not restored",
+		name:   "spacing is kept on the lines that did not change, not on the one that did",
 		in:     "kind:  Pod\nv: a  b\n",
 		change: func(o map[string]any) { o["v"] = "a b" },
-		want:   "kind: Pod\nv: a b\n",
+		want:   "kind:  Pod\nv: a b\n",
 	}, {
 		name:   "CRLF",
 		in:     "kind: Pod # p\r\nv: 1\r\n",
