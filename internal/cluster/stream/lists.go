@@ -1,15 +1,17 @@
 package stream
 
 import (
+	"reflect"
+
 	yaml3 "go.yaml.in/yaml/v3"
 )
 
 // mergeSequence merges v into the sequence n, read as o. Lists of objects that all have a
 // unique name (containers, volumes, volume mounts, env) are matched by name, since inject
 // prepends an init container and appends volumes, mounts and variables: by index, every
-// element's comments would move to its neighbour. Lists of scalars (command, args) keep their
+// element's comments would move to its neighbour. Other lists (command, args) keep their
 // common beginning and end, so that arguments put before or after the old ones leave these
-// as they were. Other lists are matched by index.
+// as they were, and match the rest by index.
 func mergeSequence(n *yaml3.Node, o, v []any) (*yaml3.Node, error) {
 	if n.Kind != yaml3.SequenceNode || len(n.Content) != len(o) {
 		return nil, errMismatch
@@ -38,27 +40,13 @@ func named(l []any) bool {
 	return true
 }
 
-// scalars reports whether no element of l is an object or a list.
-func scalars(l []any) bool {
-	for _, x := range l {
-		switch x.(type) {
-		case map[string]any, []any:
-			return false
-		}
-	}
-	return true
-}
-
 // pairs is, for each element of v, the index of the element of o it is merged into, or -1 for
 // a new one (see mergeSequence).
 func pairs(o, v []any) []int {
-	switch {
-	case named(o) && named(v):
+	if named(o) && named(v) {
 		return byName(o, v)
-	case scalars(o) && scalars(v):
-		return byEnds(o, v)
 	}
-	return byIndex(o, v, 0, len(o))
+	return byEnds(o, v)
 }
 
 // byName pairs each element of v with the element of o of its name.
@@ -78,14 +66,14 @@ func byName(o, v []any) []int {
 	return p
 }
 
-// byEnds pairs the scalars o and v begin and end with, and the rest by index.
+// byEnds pairs the elements o and v begin and end with, the same JSON, and the rest by index.
 func byEnds(o, v []any) []int {
 	head := 0
-	for head < len(o) && head < len(v) && sameScalar(o[head], v[head]) {
+	for head < len(o) && head < len(v) && reflect.DeepEqual(o[head], v[head]) {
 		head++
 	}
 	tail := 0
-	for tail < len(o)-head && tail < len(v)-head && sameScalar(o[len(o)-1-tail], v[len(v)-1-tail]) {
+	for tail < len(o)-head && tail < len(v)-head && reflect.DeepEqual(o[len(o)-1-tail], v[len(v)-1-tail]) {
 		tail++
 	}
 	p := byIndex(o, v, head, len(o)-tail)

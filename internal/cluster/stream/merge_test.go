@@ -139,6 +139,11 @@ func TestWriteMerge(t *testing.T) {
 		change: func(o map[string]any) { o["v"] = json.Number("2") },
 		want:   "kind: Pod # p\r\nv: 2\r\n",
 	}, {
+		name:   "a document written as flow is merged as a whole",
+		in:     "# head\n{kind: Pod, metadata: {name: a}}\n",
+		change: func(o map[string]any) { at(o, "metadata").(map[string]any)["labels"] = map[string]any{"a": "b"} },
+		want:   "# head\nkind: Pod\nmetadata:\n  name: a\n  labels:\n    a: b\n",
+	}, {
 		name:   "anchors: written afresh after the leading comments",
 		in:     "# head\n\n# more\nkind: Pod # p\nb: &b {x: 1}\nc: *b\n",
 		change: func(o map[string]any) { o["d"] = "new" },
