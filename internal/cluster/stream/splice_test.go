@@ -537,6 +537,11 @@ func changedNode(text string, where mutation) []any {
 		return nil
 	}
 	n, path := doc.Content[0], []any{0}
+	for line := range strings.Lines(text) {
+		if t := strings.TrimSpace(line); t != "" && t[0] != '#' && indentation(line) < n.Column-1 {
+			return nil // a line left of the root, which the readers leave out (" a:\nb"): whose is it?
+		}
+	}
 	for _, p := range where.path {
 		if n.Style&yaml3.FlowStyle != 0 {
 			return path
