@@ -139,6 +139,14 @@ func TestWriteMerge(t *testing.T) {
 		change: func(o map[string]any) { o["v"] = json.Number("2") },
 		want:   "kind: Pod # p\r\nv: 2\r\n",
 	}, {
+		name: "a list in a list: what goes before its first element rewrites the outer element",
+		in:   "kind: A\nm:\n- - a # x\n  - b\n- - c\n",
+		change: func(o map[string]any) {
+			l := o["m"].([]any)
+			l[0], l[1] = append([]any{"new"}, l[0].([]any)...), append(l[1].([]any), "d")
+		},
+		want: "kind: A\nm:\n- - new\n  - a # x\n  - b\n- - c\n  - d\n",
+	}, {
 		name:   "a document written as flow is merged as a whole",
 		in:     "# head\n{kind: Pod, metadata: {name: a}}\n",
 		change: func(o map[string]any) { at(o, "metadata").(map[string]any)["labels"] = map[string]any{"a": "b"} },

@@ -82,18 +82,20 @@ func newSplicer(body []byte, root *yaml3.Node) *splicer {
 }
 
 // measure finds where each node of the tree n ends: next is the line where what follows n
-// starts (the next key or element, or the end of the document).
-func (s *splicer) measure(n *yaml3.Node, next int) {
+// starts (the next key or element, or the end of the document). It returns the last node of
+// the tree, the one its text ends with.
+func (s *splicer) measure(n *yaml3.Node, next int) (leaf *yaml3.Node) {
+	leaf = n
 	for i, c := range n.Content {
 		b := next
 		if i+1 < len(n.Content) {
 			b = n.Content[i+1].Line - 1
 		}
-		s.measure(c, b)
+		leaf = s.measure(c, b)
 	}
 	first := n.Line - 1
 	content := -1 // the indentation of a block scalar's lines, which may look like comments
-	if leaf := lastLeaf(n); leaf.Style&(yaml3.LiteralStyle|yaml3.FoldedStyle) != 0 {
+	if leaf.Style&(yaml3.LiteralStyle|yaml3.FoldedStyle) != 0 {
 		for l := leaf.Line; l < next && l < len(s.lines); l++ {
 			if strings.TrimSpace(s.lines[l]) != "" {
 				content = indentation(s.lines[l])
@@ -106,14 +108,7 @@ func (s *splicer) measure(n *yaml3.Node, next int) {
 		l--
 	}
 	s.last[n] = max(min(l, len(s.lines)-1), first)
-}
-
-// lastLeaf is the last node of the tree n, the one its text ends with.
-func lastLeaf(n *yaml3.Node) *yaml3.Node {
-	for len(n.Content) > 0 {
-		n = n.Content[len(n.Content)-1]
-	}
-	return n
+	return leaf
 }
 
 // skippable reports whether line, after a node, is not the node's: blank, or a comment, unless
@@ -182,14 +177,15 @@ func (s *splicer) mapping(n *yaml3.Node, o, v map[string]any) (bool, error) {
 		return false, errMismatch
 	}
 	names := make([]string, len(o))
+	seen := make(map[string]bool, len(o))
 	for i := range names {
 		k := n.Content[2*i]
 		name, ok := jsonKey(k)
 		_, read := o[name]
-		if !ok || !read || slices.Contains(names[:i], name) {
+		if !ok || !read || seen[name] {
 			return false, errMismatch
 		}
-		names[i] = name
+		names[i], seen[name] = name, true
 		p, ok := s.prefix(k)
 		if _, kept := v[name]; !ok || !kept && strings.Contains(p, "-") {
 			return false, nil
@@ -272,8 +268,12 @@ func (s *splicer) sequence(n *yaml3.Node, o, v []any) (bool, error) {
 	dash := n.Column - 1
 	for j, item := range n.Content { // each element starts on the line of its dash
 		line := s.lines[item.Line-1]
-		if len(line) <= dash || line[dash] != '-' || strings.Trim(line[:dash], " -") != "" ||
-			!kept[j] && strings.Contains(line[:dash], "-") {
+		if len(line) <= dash || line[dash] != '-' || strings.Trim(line[:dash], " -") != "" {
+			return false, nil
+		}
+		// The first element of a list in a list starts on the line of the outer dash
+		// ("- - a"): nothing can be removed from before it, nor put there.
+		if outer := strings.Contains(line[:dash], "-"); outer && (!kept[j] || p[0] != j) {
 			return false, nil
 		}
 	}
