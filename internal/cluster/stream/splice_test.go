@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -567,4 +568,35 @@ func changedNode(text string, where mutation) []any {
 		}
 	}
 	return append(path, where.at)
+}
+
+// BenchmarkWriteInjected writes inject's change to a real Job (internal/cluster/inject's
+// testdata): spliced, as Write does, and merged as a whole, as it did before.
+func BenchmarkWriteInjected(b *testing.B) {
+	data, err := os.ReadFile("../inject/testdata/job.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs, _, err := Read(bytes.NewReader(data))
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := at(docs[0].Object, "spec", "template").(map[string]any)
+	injectPod(spec["metadata"].(map[string]any), spec["spec"].(map[string]any), "job")
+	now, err := canonical(docs[0].Object)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bb := range []struct {
+		name  string
+		write func(*source, any, []byte) ([]byte, bool)
+	}{{"spliced", spliced}, {"merged", merged}} {
+		b.Run(bb.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := bb.write(docs[0].src, decoded(now), now); !ok {
+					b.Fatal("not written")
+				}
+			}
+		})
+	}
 }
