@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -172,4 +173,30 @@ func TestPolicySkipsAsTheWebhook(t *testing.T) {
 		}
 	}
 	t.Logf("reasons: %v", met)
+}
+
+// TestPolicySkipReasonsDocumented: docs/POLICY.md's table of sidesync.io/skipped has a row for
+// every reason the policy writes, and no other.
+func TestPolicySkipReasonsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/POLICY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(doc), "| reason | when | the webhook |\n| --- | --- | --- |\n")
+	table, _, _ = strings.Cut(table, "\n\n")
+	var documented, written []string
+	for _, row := range strings.Split(table, "\n") {
+		reason, _, _ := strings.Cut(strings.TrimPrefix(row, "| `"), "`")
+		documented = append(documented, reason)
+	}
+	for _, c := range skipCases("") {
+		if c.reason != "" && !slices.Contains(written, c.reason) {
+			written = append(written, c.reason)
+		}
+	}
+	slices.Sort(documented)
+	slices.Sort(written)
+	if !slices.Equal(documented, written) {
+		t.Errorf("docs/POLICY.md documents the reasons %q; the policy writes %q", documented, written)
+	}
 }

@@ -47,39 +47,55 @@ func notNeededMessage(o PolicyOptions) (string, error) {
 	return r.Reason, nil
 }
 
-// skipCEL is the CEL of the policy's variable "skip": the value of SkippedAnnotation for a pod
-// the policy leaves alone (variables.ok false) where the webhook would write one or would wrap
-// it, "" otherwise (restart rules that restart.PlainRulesCEL refuses are ones inject refuses
-// too: ReasonInvalid). The conditions come in the order in which inject decides (planPod: a clash
-// is an error before anything; an app without a command leaves the pod unchanged; an app
-// wrapped before is brought up to date, and then sidesync is never "not needed"), and each is
-// the predicate that ok already asks, rendered beside its Go (inject's, restart's).
-func skipCEL(notNeeded string) string {
+// skipCase is one reason the policy leaves a pod alone: when (CEL over the policy's variables)
+// and the message after "reason: " (CEL of a string); no reason means no annotation.
+type skipCase struct {
+	reason, cond, message string
+}
+
+// skipCases are the policy's reasons, in the order in which inject decides (planPod: a clash is
+// an error before anything; an app without a command leaves the pod unchanged; an app wrapped
+// before is brought up to date, and then sidesync is never "not needed"). Each condition is the
+// predicate that the variable ok already asks, rendered beside its Go (inject's, restart's);
+// restart rules that restart.PlainRulesCEL refuses are ones inject refuses too (ReasonInvalid).
+// notNeeded is inject's message for ReasonNotNeeded (notNeededMessage).
+func skipCases(notNeeded string) []skipCase {
 	first := func(cond string) string { return "variables.apps.filter(c, " + cond + ")[0]" }
 	image := func(c string) string { return "(has(" + c + ".image) ? " + c + ".image : \"\")" }
 	ownedEnv := "has(c.env) && c.env.exists(e, " + inject.OwnedEnvCEL("e") + ")"
 	plainRules := "!has(c.restartPolicyRules) || " + restart.PlainRulesCEL("c.restartPolicyRules")
 	noCommand := "!" + inject.HasCommandCEL("c")
-	cases := []struct{ cond, value string }{
-		{"variables.ok", `""`},
-		{"variables.clash", q(ReasonInvalid + ": a volume, mount or container of the pod uses a name or a path that belongs to sidesync (its volumes, its install container " +
+	return []skipCase{
+		{"", "variables.ok", ""},
+		{ReasonInvalid, "variables.clash", q("a volume, mount or container of the pod uses a name or a path that belongs to sidesync (its volumes, its install container " +
 			contract.InitContainer + ", a mount below " + contract.Owned + "), and sidesync did not add it; rename it, or remove it if an earlier sidesync left it")},
-		{"variables.apps.exists(c, " + noCommand + ")", fmt.Sprintf(`%s + %s.name + " has no command, so the ENTRYPOINT of its image " + %s + %s`,
-			q(ReasonNoCommand+": container "), first(noCommand), image(first(noCommand)), q(" decides what runs, "+policyRegistry))},
-		{"variables.apps.exists(c, " + inject.WrappedCEL("c") + ")", fmt.Sprintf(`%s + %s.name + %s`,
-			q(ReasonPolicyCannot+": container "), first(inject.WrappedCEL("c")), q(" runs "+contract.Binary+" already, but the pod has no "+contract.InjectedAnnotation+
+		{ReasonNoCommand, "variables.apps.exists(c, " + noCommand + ")", fmt.Sprintf(`"container " + %s.name + " has no command, so the ENTRYPOINT of its image " + %s + %s`,
+			first(noCommand), image(first(noCommand)), q(" decides what runs, "+policyRegistry))},
+		{ReasonPolicyCannot, "variables.apps.exists(c, " + inject.WrappedCEL("c") + ")", fmt.Sprintf(`"container " + %s.name + %s`,
+			first(inject.WrappedCEL("c")), q(" runs "+contract.Binary+" already, but the pod has no "+contract.InjectedAnnotation+
 				" annotation: the admission policy cannot bring a container wrapped before up to date"+policyUpdate))},
-		{"variables.nativeOnly", q(ReasonNotNeeded + ": " + notNeeded)},
-		{"size(variables.wrapped) == 0", `""`},
-		{"variables.apps.exists(c, " + ownedEnv + ")", fmt.Sprintf(`%s + %s.name + " sets " + %s.env.filter(e, %s)[0].name + %s`,
-			q(ReasonPolicyCannot+": container "), first(ownedEnv), first(ownedEnv), inject.OwnedEnvCEL("e"),
+		{ReasonNotNeeded, "variables.nativeOnly", q(notNeeded)},
+		{"", "size(variables.wrapped) == 0", ""},
+		{ReasonPolicyCannot, "variables.apps.exists(c, " + ownedEnv + ")", fmt.Sprintf(`"container " + %s.name + " sets " + %s.env.filter(e, %s)[0].name + %s`,
+			first(ownedEnv), first(ownedEnv), inject.OwnedEnvCEL("e"),
 			q(", a variable sidesync writes, itself: the admission policy only appends to env and cannot replace it"+policyUpdate))},
-		{"variables.apps.exists(c, !(" + plainRules + "))", fmt.Sprintf(`%s + %s.name + %s`,
-			q(ReasonInvalid+": container "), first("!("+plainRules+")"), q(": restartPolicyRules with an action or an operator that is not a word sidesync knows"))},
+		{ReasonInvalid, "variables.apps.exists(c, !(" + plainRules + "))", fmt.Sprintf(`"container " + %s.name + %s`,
+			first("!("+plainRules+")"), q(": restartPolicyRules with an action or an operator that is not a word sidesync knows"))},
 	}
+}
+
+// skipCEL is the CEL of the policy's variable "skip": the value of SkippedAnnotation for a pod
+// the policy leaves alone (variables.ok false) where the webhook would write one or would wrap
+// it, "" otherwise: the first of skipCases that holds.
+func skipCEL(notNeeded string) string {
+	cases := skipCases(notNeeded)
 	expr := `""`
 	for i := len(cases) - 1; i >= 0; i-- {
-		expr = "(" + cases[i].cond + " ? " + cases[i].value + " : " + expr + ")"
+		value := `""`
+		if c := cases[i]; c.reason != "" {
+			value = q(c.reason+": ") + " + " + c.message
+		}
+		expr = "(" + cases[i].cond + " ? " + value + " : " + expr + ")"
 	}
 	return expr
 }
