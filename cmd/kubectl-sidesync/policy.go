@@ -39,7 +39,8 @@ Flags:
   --delivery MODE    init-copy (default) or image-volume (Kubernetes >= 1.35)
   --namespace NS     a namespace never selected, besides kube-system, kube-public and
                      kube-node-lease (the webhook's own, if one runs too)
-  --backstop-only    print only the ValidatingAdmissionPolicy and its bindings (beside the webhook)
+  --backstop-only    print only the ValidatingAdmissionPolicy and its bindings, for beside the
+                     webhook (its warning then speaks of the injector, as the chart's does)
 
 Exit codes: 0 printed, 2 bad flags (nothing written), 1 the output could not be written.
 `

@@ -395,6 +395,14 @@ func TestPolicyCases(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) { unchanged(t, tc.ns, tc.pod, tc.skip) })
 	}
+	t.Run("a pod wrapped loses an earlier skipped annotation", func(t *testing.T) {
+		// as at a reinvocation that finds the pod wrappable, or the webhook's
+		stored := c.CreatePod(t, "sel", testPod("was-skipped", nil, map[string]string{SkippedAnnotation: ReasonNoCommand + ": earlier"}, testApp("a")))
+		ann, _ := stored["metadata"].(map[string]any)["annotations"].(map[string]any)
+		if _, wrapped := ann[contract.InjectedAnnotation]; !wrapped || ann[SkippedAnnotation] != nil {
+			t.Errorf("annotations %v, want %s and no %s", ann, contract.InjectedAnnotation, SkippedAnnotation)
+		}
+	})
 	// Without a webhook, the skipped annotation is the user's only word: the backstop quotes
 	// it, and is silent for a pod wrapped, or whose sidecars need no sidesync.
 	t.Run("the backstop quotes the policy's reason", func(t *testing.T) {
