@@ -336,7 +336,7 @@ func checkWebhooks(objs []map[string]any, c renderCase) []string {
 		&admissionregistrationv1.MutatingWebhookConfiguration{}, admission.MutatingWebhookConfiguration(o), wantAnn)
 	compare("ValidatingWebhookConfiguration", admission.ValidatingConfigName,
 		&admissionregistrationv1.ValidatingWebhookConfiguration{}, admission.ValidatingWebhookConfiguration(o), wantAnn)
-	policy, bindings := admission.Backstop(o)
+	policy, bindings := admission.Backstop(o, admission.ByWebhook)
 	compare("ValidatingAdmissionPolicy", policy.Name, &admissionregistrationv1.ValidatingAdmissionPolicy{}, policy, nil)
 	for _, b := range bindings {
 		compare("ValidatingAdmissionPolicyBinding", b.Name, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, b, nil)
