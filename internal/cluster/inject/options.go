@@ -43,6 +43,8 @@ type Options struct {
 	// Force wraps the apps of a pod whose sidecars are all native with startup probes, which
 	// Kubernetes already orders and stops (such a pod is left unchanged otherwise).
 	Force bool
+	// Native turns the sidecars the manifest holds into native sidecars where it can, and asks meshes for native sidecars through their annotations; false leaves them as written.
+	Native bool
 }
 
 // Validate lists every problem of o at once.
