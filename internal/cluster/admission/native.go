@@ -103,13 +103,21 @@ func (c *NativeChooser) Choose(pod map[string]any) NativeChoice {
 			more = fmt.Sprintf(" and %d more", len(old)-1)
 		}
 		ch.Reason = NativeOldKubelet
-		ch.Why = fmt.Sprintf("node %s%s, of the %d that can run the pod (%s), has no kubelet of %s or newer, which native sidecars need",
-			old[0], more, len(cand), by, kubeversion.NativeSidecars.Since)
+		ch.Why = fmt.Sprintf("node %s%s, of %s that can run the pod (%s), has no kubelet of %s or newer, which native sidecars need",
+			old[0], more, nodesCount(len(cand)), by, kubeversion.NativeSidecars.Since)
 		return ch
 	}
 	ch.Native, ch.Reason = true, NativeKubelets
-	ch.Why = fmt.Sprintf("the %d nodes that can run the pod (%s) run kubelets of %s or newer", len(cand), by, kubeversion.NativeSidecars.Since)
+	ch.Why = fmt.Sprintf("%s can run the pod (%s), with kubelets of %s or newer", nodesCount(len(cand)), by, kubeversion.NativeSidecars.Since)
 	return ch
+}
+
+// nodesCount is "1 node", "3 nodes".
+func nodesCount(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }
 
 // candidates are the nodes that can run the pod, and by what they were chosen.
