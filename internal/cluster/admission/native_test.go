@@ -1,12 +1,18 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -178,4 +184,37 @@ func annotationsOfPod(doc string) map[string]string {
 	}
 	json.Unmarshal([]byte(doc), &p)
 	return p.Metadata.Annotations
+}
+
+// TestServerCountsNativeChoices: each choice is counted by way and reason, and one that fell back
+// to classic because the nodes were unreadable is logged as a warning with the choice.
+func TestServerCountsNativeChoices(t *testing.T) {
+	var log bytes.Buffer
+	nodes := func() ([]*corev1.Node, error) { return nil, errors.New("the node cache has not synced yet") }
+	s := &Server{Mutator: &Mutator{Inject: testInject, Native: &NativeChooser{Mode: inject.NativeAuto, Nodes: nodes}},
+		Metrics: NewMetrics(prometheus.NewRegistry()), Log: slog.New(slog.NewTextHandler(&log, nil))}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	post := func() {
+		r, err := http.Post(srv.URL+MutatePath, "application/json", bytes.NewReader(reviewBody(t, podReview(t, "apps", withCommand))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+	}
+	post()
+	s.Mutator.Native.Mode = inject.NativeAlways
+	post()
+	for _, tc := range []struct {
+		way, reason string
+		want        float64
+	}{{"classic", NativeUnreadable, 1}, {"native", NativeGiven, 1}, {"native", NativeKubelets, 0}} {
+		if n := testutil.ToFloat64(s.Metrics.Native.WithLabelValues(tc.way, tc.reason)); n != tc.want {
+			t.Errorf("%s/%s counted %v, want %v", tc.way, tc.reason, n, tc.want)
+		}
+	}
+	if lines := strings.Split(strings.TrimSpace(log.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") ||
+		!strings.Contains(lines[0], `native="classic (auto): the nodes are unreadable: the node cache has not synced yet"`) {
+		t.Errorf("log: want one warning with the choice, got\n%s", log.String())
+	}
 }
