@@ -90,10 +90,17 @@ func (c *NativeChooser) Choose(pod map[string]any) NativeChoice {
 		return ch
 	}
 	var old []string
+	has := map[string]bool{} // by kubelet version: a cluster has few
 	for _, n := range cand {
-		v, err := kubeversion.Parse(n.Status.NodeInfo.KubeletVersion)
-		if err != nil || !kubeversion.NativeSidecars.In(v) {
-			old = append(old, fmt.Sprintf("%s (kubelet %q)", n.Name, n.Status.NodeInfo.KubeletVersion))
+		kv := n.Status.NodeInfo.KubeletVersion
+		ok, seen := has[kv]
+		if !seen {
+			v, err := kubeversion.Parse(kv)
+			ok = err == nil && kubeversion.NativeSidecars.In(v)
+			has[kv] = ok
+		}
+		if !ok {
+			old = append(old, fmt.Sprintf("%s (kubelet %q)", n.Name, kv))
 		}
 	}
 	if len(old) > 0 {
