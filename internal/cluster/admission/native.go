@@ -59,7 +59,7 @@ type NativeChooser struct {
 // Choose decides for a pod (decoded JSON). With NativeAuto it is native only when at least one
 // node can run the pod and every node that can runs a kubelet with native sidecars on by
 // default (kubeversion.NativeSidecars): a native sidecar on an older kubelet is an init
-// container that never ends, and the pod never starts. The nodes that can run the pod are its
+// container that never ends, and the pod never starts (docs/KUBERNETES.md 9). The nodes that can run the pod are its
 // spec.nodeName's, else those its nodeSelector and required node affinity match (matched as the
 // scheduler matches them, by component-helpers' nodeaffinity), else all. Taints and
 // tolerations are not read: a node they would keep the pod off still counts, which can only
