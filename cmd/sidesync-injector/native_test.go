@@ -88,7 +88,7 @@ func testNodes(t *testing.T, c *kubetest.Cluster, in *injector) {
 	choice(t, "selected-new", map[string]any{"nodeSelector": map[string]any{"pool": "new"}}, "native (auto): 1 node can run the pod (nodeSelector)")
 	choice(t, "named-old", map[string]any{"nodeName": "old-1"}, `classic (auto): node old-1 (kubelet "`+oldKubelet+`"), of 1 node that can run the pod (nodeName old-1)`)
 
-	t.Run("without the RBAC: forbidden, classic", func(t *testing.T) {
+	t.Run("without the RBAC: forbidden, settled", func(t *testing.T) {
 		cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig(t, c.Token(kubetest.Nobody)))
 		if err != nil {
 			t.Fatal(err)
@@ -107,6 +107,9 @@ func testNodes(t *testing.T, c *kubetest.Cluster, in *injector) {
 			_, err := nc.nodes()
 			if err != nil && strings.Contains(err.Error(), "forbidden") && strings.Contains(log.String(), "nodes unreadable") {
 				t.Logf("nodes(): %v", err)
+				if !nc.settled() {
+					t.Error("not settled after a failed list: /readyz would wait for ever without the RBAC")
+				}
 				break
 			}
 			if time.Now().After(deadline) {
