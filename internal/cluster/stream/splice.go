@@ -335,7 +335,7 @@ func (s *splicer) element(n, item *yaml3.Node, o, v any) error {
 // line starts with.
 func (s *splicer) replace(from, to int, prefix string, n *yaml3.Node) error {
 	noFoot(n)
-	out, err := encode(n, s.st)
+	out, err := styled(n, s.st)
 	if err != nil {
 		return err
 	}
@@ -345,7 +345,7 @@ func (s *splicer) replace(from, to int, prefix string, n *yaml3.Node) error {
 
 // insert records that n, written at column col, comes before lines[at].
 func (s *splicer) insert(at, col int, n *yaml3.Node) {
-	out, err := encode(n, s.st)
+	out, err := styled(n, s.st)
 	if err != nil {
 		return // the values are decoded JSON: the encoder writes every one
 	}

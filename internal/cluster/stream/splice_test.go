@@ -323,6 +323,123 @@ spec:
         sidesync.io/wrapped: job
 `,
 	}, {
+		name: "indented by four, lists at their keys' column",
+		in: `kind: Pod
+metadata:
+    name: p
+spec:
+    containers:
+    - name: app
+      command: [app]
+    volumes:
+    - name: data
+      emptyDir: {}
+`,
+		pod: []any{0}, app: "app",
+		want: `kind: Pod
+metadata:
+    name: p
+    annotations:
+        sidesync.io/injected: v1.2.3 init-copy
+        sidesync.io/wrapped: app
+spec:
+    containers:
+    - name: app
+      command: [/sidesync/bin/sidesync]
+      args:
+      - --pod-info=/sidesync/podinfo
+      - --
+      - app
+      env:
+      - name: SIDESYNC_RESTART_POLICY
+        value: Never
+      volumeMounts:
+      - mountPath: /sidesync/bin
+        name: sidesync-bin
+        readOnly: true
+      - mountPath: /sidesync/podinfo
+        name: sidesync-podinfo
+        readOnly: true
+    volumes:
+    - name: data
+      emptyDir: {}
+    - emptyDir:
+          sizeLimit: 64Mi
+      name: sidesync-bin
+    - downwardAPI:
+          items:
+          - fieldRef:
+                fieldPath: metadata.annotations
+            path: annotations
+      name: sidesync-podinfo
+    initContainers:
+    - command:
+      - /sidesync
+      - install
+      - /sidesync-install
+      image: ghcr.io/sidesync/sidesync:v1.2.3
+      name: sidesync-install
+      volumeMounts:
+      - mountPath: /sidesync-install
+        name: sidesync-bin
+`,
+	}, {
+		name: "indented by four, lists too, elements four after their dash",
+		in: `kind: Pod
+metadata:
+    name: p
+spec:
+    containers:
+        -   name: app
+            command: [app]
+`,
+		pod: []any{0}, app: "app",
+		want: `kind: Pod
+metadata:
+    name: p
+    annotations:
+        sidesync.io/injected: v1.2.3 init-copy
+        sidesync.io/wrapped: app
+spec:
+    containers:
+        -   name: app
+            command: [/sidesync/bin/sidesync]
+            args:
+                -   --pod-info=/sidesync/podinfo
+                -   --
+                -   app
+            env:
+                -   name: SIDESYNC_RESTART_POLICY
+                    value: Never
+            volumeMounts:
+                -   mountPath: /sidesync/bin
+                    name: sidesync-bin
+                    readOnly: true
+                -   mountPath: /sidesync/podinfo
+                    name: sidesync-podinfo
+                    readOnly: true
+    initContainers:
+        -   command:
+                -   /sidesync
+                -   install
+                -   /sidesync-install
+            image: ghcr.io/sidesync/sidesync:v1.2.3
+            name: sidesync-install
+            volumeMounts:
+                -   mountPath: /sidesync-install
+                    name: sidesync-bin
+    volumes:
+        -   emptyDir:
+                sizeLimit: 64Mi
+            name: sidesync-bin
+        -   downwardAPI:
+                items:
+                    -   fieldRef:
+                            fieldPath: metadata.annotations
+                        path: annotations
+            name: sidesync-podinfo
+`,
+	}, {
 		name: "lists at their keys' column, block commands, quoting",
 		in: `kind: Pod
 metadata:
