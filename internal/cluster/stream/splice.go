@@ -14,7 +14,7 @@ import (
 // node that did not change are copied from the input byte for byte (flow collections over
 // several lines, the indentation of lists, quoting, folding, comments, blank lines, line
 // breaks), and only the nodes that changed are written, each merged into its old node (see
-// merge) and indented to its place, in the document's style (styleOf). A GitOps diff of
+// merge) and indented to its place, in the document's style (styleOf, restyle). A GitOps diff of
 // `kubectl sidesync inject` then shows what inject changed and nothing else.
 //
 // The changes are made line by line, at the entries of block mappings and the elements of
@@ -38,7 +38,7 @@ func spliced(src *source, v any, now []byte) ([]byte, bool) {
 		return nil, false
 	}
 	s := newSplicer(src.body, doc.Content[0])
-	if len(s.lines) != strings.Count(string(text), "\n") {
+	if len(s.lines) != strings.Count(string(text), "\n") || !within(doc.Content[0], len(s.lines)) {
 		return nil, false
 	}
 	if ok, err := s.mapping(doc.Content[0], o, w); !ok || err != nil {
@@ -49,6 +49,20 @@ func spliced(src *source, v any, now []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return out, true
+}
+
+// within reports whether every node of the tree n is on one of the lines: yaml.v3 puts an
+// empty value at the end of a document on the line after ("?\n>").
+func within(n *yaml3.Node, lines int) bool {
+	if n.Line < 1 || n.Line > lines {
+		return false
+	}
+	for _, c := range n.Content {
+		if !within(c, lines) {
+			return false
+		}
+	}
+	return true
 }
 
 // A splicer collects the edits that turn a document's lines into those of its changed object.
@@ -107,15 +121,17 @@ func (s *splicer) measure(n *yaml3.Node, next int) (leaf *yaml3.Node) {
 	for l > first && l < len(s.lines) && skippable(s.lines[l], content) {
 		l--
 	}
-	s.last[n] = max(min(l, len(s.lines)-1), first)
+	s.last[n] = min(max(l, first), len(s.lines)-1)
 	return leaf
 }
 
 // skippable reports whether line, after a node, is not the node's: blank, or a comment, unless
-// it is indented as the lines of a block scalar are (content, when not -1).
+// it is indented as the lines of a block scalar are (content, when not -1), or the marker of
+// the document's end (...).
 func skippable(line string, content int) bool {
 	t := strings.TrimSpace(line)
-	return t == "" || t[0] == '#' && (content < 0 || indentation(line) < content)
+	return t == "" || t[0] == '#' && (content < 0 || indentation(line) < content) ||
+		strings.HasPrefix(line, "...") && (len(t) == 3 || strings.ContainsAny(line[3:4], " \t"))
 }
 
 // comment reports whether line is a comment alone.

@@ -62,7 +62,15 @@ func nodeLines(t *testing.T, text string, path []any) (first, last int, ok bool)
 	for first > 0 && strings.HasPrefix(strings.TrimSpace(lines[first-1]), "#") {
 		first--
 	}
-	for l := line + 1; l < len(lines); l++ {
+	if node.Style&yaml3.FlowStyle != 0 && node.Kind != yaml3.ScalarNode {
+		last = closing(lines, node.Line-1, node.Column-1)
+	}
+	leaf := node // a value may start at its key's column ("k:\n|\n  text")
+	for len(leaf.Content) > 0 {
+		leaf = leaf.Content[len(leaf.Content)-1]
+	}
+	last = max(last, leaf.Line-1)
+	for l := last + 1; l < len(lines); l++ {
 		switch s := strings.TrimSpace(lines[l]); {
 		case s == "" || s[0] == '#':
 		case indentation(lines[l]) > col || indentation(lines[l]) == col && (key && s[0] == '-' || explicit && s[0] == ':'):
@@ -72,6 +80,36 @@ func nodeLines(t *testing.T, text string, path []any) (first, last int, ok bool)
 		}
 	}
 	return first, last, true
+}
+
+// closing is the line of the bracket that closes the flow collection opened at lines[line][col]
+// (which may be closed at any indentation), quoted strings and comments skipped.
+func closing(lines []string, line, col int) int {
+	depth, quote := 0, byte(0)
+	for l := line; l < len(lines); l++ {
+		for i := col; i < len(lines[l]); i++ {
+			switch c := lines[l][i]; {
+			case quote == '"' && c == '\\':
+				i++
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+			case c == '"' || c == '\'':
+				quote = c
+			case c == '#' && (i == 0 || lines[l][i-1] == ' '):
+				i = len(lines[l])
+			case c == '[' || c == '{':
+				depth++
+			case c == ']' || c == '}':
+				if depth--; depth == 0 {
+					return l
+				}
+			}
+		}
+		col = 0
+	}
+	return len(lines) - 1
 }
 
 // entry is the key and value of the entry of the mapping n that is, or nils.
@@ -95,13 +133,17 @@ func element(n *yaml3.Node, is func(i int, e *yaml3.Node) bool) (*yaml3.Node, *y
 	return nil, nil
 }
 
-// outside is the lines of text outside the nodes at the paths it has.
-func outside(t *testing.T, text string, paths [][]any) []string {
+// outside is the lines of text outside the nodes at the paths it has; with trailing, the
+// comment lines right after a node count as its own too.
+func outside(t *testing.T, text string, paths [][]any, trailing bool) []string {
 	t.Helper()
 	lines := lines([]byte(text))
 	in := make([]bool, len(lines))
 	for _, p := range paths {
 		if first, last, ok := nodeLines(t, text, p); ok {
+			for trailing && last+1 < len(lines) && comment(lines[last+1]) {
+				last++
+			}
 			for l := first; l <= last; l++ {
 				in[l] = true
 			}
@@ -135,7 +177,7 @@ func checkOnlyChanged(t *testing.T, in, out string, paths [][]any) {
 			}
 		}
 	}
-	if diff := cmp.Diff(outside(t, in, paths), outside(t, out, paths)); diff != "" {
+	if diff := cmp.Diff(outside(t, in, paths, false), outside(t, out, paths, false)); diff != "" {
 		t.Errorf("lines outside the changed nodes (-read +written):\n%s\nwritten:\n%s", diff, out)
 	}
 }
@@ -642,7 +684,13 @@ func checkUntouched(t *testing.T, d Document, where mutation) {
 	if where.inserted && where.at == 0 && len(p) == len(where.path)+2 {
 		pin = nil // put before the first element: nothing of the input changed
 	}
-	if diff := cmp.Diff(outside(t, in, pin), outside(t, written, [][]any{p})); diff != "" {
+	// A comment between a changed key and its value is written after the new value: the
+	// comments right after a node changed (not added or removed) are not told apart from
+	// those inside it.
+	_, _, read := nodeLines(t, in, p)
+	_, _, kept := nodeLines(t, written, p)
+	trailing := read && kept && pin != nil
+	if diff := cmp.Diff(outside(t, in, pin, trailing), outside(t, written, [][]any{p}, trailing)); diff != "" {
 		t.Fatalf("changed at %v (node %v), lines outside it (-read +written):\n%s\nread:\n%s\nwritten:\n%s", where, p, diff, in, written)
 	}
 }
