@@ -34,11 +34,11 @@ func Parse(s string) (Version, error) {
 	}
 	parts := strings.Split(t, ".")
 	if len(parts) < 2 || len(parts) > 3 || parts[0] != "1" {
-		return Version{}, fmt.Errorf("Kubernetes version %q: want 1.MINOR, such as 1.33 or v1.33.2", s)
+		return Version{}, fmt.Errorf("not a Kubernetes version, %q: want 1.MINOR, such as 1.33 or v1.33.2", s)
 	}
 	for _, p := range parts[1:] {
 		if p == "" || strings.Trim(p, "0123456789") != "" || len(p) > 4 {
-			return Version{}, fmt.Errorf("Kubernetes version %q: want 1.MINOR, such as 1.33 or v1.33.2", s)
+			return Version{}, fmt.Errorf("not a Kubernetes version, %q: want 1.MINOR, such as 1.33 or v1.33.2", s)
 		}
 	}
 	minor, _ := strconv.Atoi(parts[1])
