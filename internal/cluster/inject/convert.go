@@ -102,6 +102,8 @@ func ask(v *manifest.PodView, s *catalog.Sidecar) Conversion {
 		c.Why = "the pod asks " + e.Title + "'s injector for a classic sidecar"
 	case anyMark(n.Marks, v):
 		c.Why = "the pod asks " + e.Title + "'s injector for a native sidecar already"
+	case n.FromMarks == nil:
+		c.Why = "not asked with " + n.Marks[0].YAML() + " (honoured by " + n.Honoured + "): an older injector adds a classic sidecar, and the pod would not show which it got, so sidesync would take it for native and never tell it to quit"
 	default:
 		c.Ask, c.Honoured = &n.Marks[0], n.Honoured
 		c.Why = "asked for a native sidecar with " + n.Marks[0].YAML() + ", which " + n.Honoured + " honours"
@@ -256,7 +258,7 @@ func nativePod(w *manifest.Workload, pod *manifest.PodView) ([]Conversion, *mani
 }
 
 // notNeeded is why a pod that Options.Native left with no classic sidecar is not wrapped.
-const notNeeded = "every sidecar is native, with a startup probe or with nothing to wait for, or ends by itself: Kubernetes starts the apps after them and stops them after the apps end, so sidesync is not needed (--force wraps anyway)"
+const notNeeded = "every sidecar is native with a startup probe (or nothing to wait for) or ends by itself: Kubernetes orders and stops them, so sidesync is not needed (--force wraps anyway)"
 
 // handshake is, with Options.Native, why the sidecar container name is left as it is because it
 // ends by a handshake of its own; "" otherwise.

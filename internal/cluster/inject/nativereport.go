@@ -65,7 +65,7 @@ func (p *plan) unfixed() []string {
 		if p.native {
 			fix = "it stays classic: " + p.whyClassic(s.Container.Name)
 		}
-		out = append(out, fmt.Sprintf("container %s: nothing can tell %s to quit, %s, so the pod never completes; %s", s.Container.Name, s.Entry.Title, why, fix))
+		out = append(out, fmt.Sprintf("container %s: nothing can tell %s to quit, %s, so the pod never completes, wrapped or not; %s", s.Container.Name, s.Entry.Title, why, fix))
 	}
 	return out
 }

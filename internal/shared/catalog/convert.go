@@ -123,8 +123,10 @@ func (e *Entry) noConvert() string {
 	switch {
 	case e.Container != "" && len(e.Native.Marks) > 0:
 		return "added by " + e.Title + "'s injector, which makes it native itself when the pod asks with " + e.Native.Marks[0].YAML()
+	case e.Container != "" && e.Native.ByDefault != Classic:
+		return "added by " + e.Title + "'s injector, which decides itself whether it is native: " + e.Native.Why
 	case e.Container != "":
-		return "added by " + e.Title + "'s injector, which has no native sidecars"
+		return "added by " + e.Title + "'s injector, which adds it as a classic sidecar"
 	case e.Sidecar.Ready != nil && isLoopback(e.Sidecar.Ready.URL):
 		return "its health check (" + e.Sidecar.Ready.URL + ") listens on loopback only, which the kubelet's probe cannot reach"
 	}

@@ -36,3 +36,18 @@ func TestHandshakeQuit(t *testing.T) {
 		}
 	}
 }
+
+// TestInjectorRecordWins: a pod that asked Istio for a native sidecar, whose Istio (too old for
+// the request) recorded a classic one in its status annotation, has a classic sidecar.
+func TestInjectorRecordWins(t *testing.T) {
+	for status, want := range map[string]bool{
+		`{"initContainers":["istio-init"],"containers":["istio-proxy"]}`: false,
+		`{"initContainers":["istio-init","istio-proxy"]}`:                true,
+	} {
+		v := &manifest.PodView{Annotations: map[string]string{"sidecar.istio.io/status": status, "sidecar.istio.io/nativeSidecar": "true"}, Labels: map[string]string{}}
+		p := Sort(v, Options{})
+		if len(p.Sidecars) != 1 || p.Sidecars[0].Native != want {
+			t.Errorf("status %s: sidecars %+v, want native %v", status, p.Sidecars, want)
+		}
+	}
+}
