@@ -270,25 +270,22 @@ func serviceAccountLine(job map[string]any) string {
 	return ""
 }
 
-// BenchmarkNodeNative measures, as BenchmarkNodeJob does, the examples whose Job native
-// conversion changes, wrapped (deploy/examples, --native never) and converted (`kubectl
-// sidesync inject --native always` of deploy/examples/plain): Cloud SQL's real proxy made a
-// native sidecar with a startup probe, no wrapper; Dapr's sidecar asked for native, which the
-// mesh stand-in makes with no startup probe, the wrapper kept. The others' converted output is
-// their wrapped one (TestExamplesNative).
+// BenchmarkNodeNative measures, as BenchmarkNodeJob does, the Cloud SQL example (the real
+// proxy) wrapped, as deploy/examples writes it (--native never, its proxy kept classic), and
+// converted (`kubectl sidesync inject --native always` of deploy/examples/plain without the
+// annotation that keeps the proxy classic): the proxy a native sidecar with the catalog's
+// startup probe, no wrapper. The other Job examples' converted output is their wrapped one
+// (TestExamplesNative).
 //
 //	go test -run '^$' -bench 'BenchmarkNodeNative' -benchtime 3x -count 1 .
 func BenchmarkNodeNative(b *testing.B) {
 	n := testNode(b)
-	injector(b, n)
-	for _, ex := range []string{"cloudsql", "dapr"} {
-		wrapped := streamObject(b, exampleStream(b, ex, "init-copy"), "Job")
-		stream, _ := injectNative(b, filepath.Join(examplesDir, "plain", ex+".yaml"), "always")
-		converted := streamObject(b, stream, "Job")
-		app := appOf(b, wrapped)
-		b.Run(ex+"/wrapped", func(b *testing.B) { benchJob(b, n, "bench-"+ex+"-wrapped", app, wrapped) })
-		b.Run(ex+"/converted", func(b *testing.B) { benchJob(b, n, "bench-"+ex+"-native", app, converted) })
-	}
+	wrapped := streamObject(b, exampleStream(b, "cloudsql", "init-copy"), "Job")
+	stream, _ := injectNative(b, writeJob(b, convertibleCloudSQL(b, "db-migrate")), "always")
+	converted := streamObject(b, stream, "Job")
+	app := appOf(b, wrapped)
+	b.Run("cloudsql/wrapped", func(b *testing.B) { benchJob(b, n, "bench-cloudsql-wrapped", app, wrapped) })
+	b.Run("cloudsql/converted", func(b *testing.B) { benchJob(b, n, "bench-cloudsql-native", app, converted) })
 }
 
 // BenchmarkNodeMemory measures the peak memory of the OSM example's app container as the

@@ -42,8 +42,7 @@ var injectorOnce struct {
 // injector registers, once per process whichever test or benchmark asks first, a mutating admission webhook that stands in for the meshes'
 // injectors: for a pod that asks a mesh of the catalog for its sidecar (the row's Requests, or
 // Dapr's mark), it adds the row's container, running the sidecar's emulator image, and the marks
-// the row says its injector leaves; a native sidecar where the pod asks for one with the row's
-// Native.Marks. It runs after `kubectl sidesync inject` did, at the pod's
+// the row says its injector leaves. It runs after `kubectl sidesync inject` did, at the pod's
 // creation, as a real injector does, so sidesync can only find the sidecar at run time.
 func injector(t testing.TB, n *kubetest.Node) {
 	t.Helper()
@@ -93,7 +92,7 @@ func admit(w http.ResponseWriter, r *http.Request) {
 					Labels, Annotations map[string]string
 				}
 				Spec struct {
-					Containers, InitContainers []struct{ Name string }
+					Containers []struct{ Name string }
 				}
 			}
 		}
@@ -131,23 +130,10 @@ func admit(w http.ResponseWriter, r *http.Request) {
 			}
 			add(where+strings.ReplaceAll(strings.ReplaceAll(m.Key, "~", "~0"), "/", "~1"), v)
 		}
-		c := map[string]any{
+		add("/spec/containers/-", map[string]any{
 			"name": e.Container, "image": sidecarImage(name), "imagePullPolicy": "Never",
 			"securityContext": sidecarSecurityContext(),
-		}
-		if !asksNative(e, obj.Metadata.Annotations, obj.Metadata.Labels) {
-			add("/spec/containers/-", c)
-			continue
-		}
-		// Asked for a native sidecar, as the row's releases that honour the mark make it: an
-		// init container with restartPolicy Always (Dapr's, the only one asked so, has no
-		// startup probe).
-		c["restartPolicy"] = "Always"
-		if obj.Spec.InitContainers == nil {
-			add("/spec/initContainers", []any{c})
-		} else {
-			add("/spec/initContainers/-", c)
-		}
+		})
 	}
 	p, _ := json.Marshal(patch)
 	resp := map[string]any{
@@ -176,17 +162,6 @@ func asks(e *catalog.Entry, ann, labels map[string]string) bool {
 		}
 	}
 	for _, m := range append(append([]catalog.Mark{}, e.Requests...), e.Marks...) {
-		if m.On(ann, labels) {
-			return true
-		}
-	}
-	return false
-}
-
-// asksNative reports whether a pod asks the row's injector for a native sidecar (the row's
-// Native.Marks, which `kubectl sidesync inject --native` adds).
-func asksNative(e *catalog.Entry, ann, labels map[string]string) bool {
-	for _, m := range e.Native.Marks {
 		if m.On(ann, labels) {
 			return true
 		}

@@ -4,12 +4,15 @@ package nodejobs
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/shared/contract"
@@ -23,12 +26,10 @@ import (
 // a mesh the pod asks for gets its own annotation for a native sidecar.
 
 // nativeExample is what `inject --native always` does with an example's Job, as its report
-// says: converted, the sidecar made native (no wrapper); asked, the mesh asked for a native
-// sidecar (the wrapper stays, for a mesh that does not honour it); neither, the reason it
-// stays classic, which inject.Conversions gives and the test checks.
+// says: converted, the sidecar made native (no wrapper); else the reason it stays classic,
+// which inject.Conversions gives and the test checks.
 type nativeExample struct {
 	converted bool
-	asked     string // the annotation asked for
 	why       string // a part of the reason it stays classic
 }
 
@@ -37,8 +38,8 @@ var nativeExamples = map[string]nativeExample{
 	"osm":      {why: "injector has no annotation that asks for a native sidecar"},
 	"istio":    {why: "the pod asks Istio's injector for a classic sidecar"},
 	"linkerd":  {why: "the pod asks Linkerd's injector for a classic sidecar"},
-	"dapr":     {asked: `dapr.io/enable-native-sidecar: "true"`},
-	"cloudsql": {converted: true},
+	"dapr":     {why: "not asked with "},
+	"cloudsql": {why: "kept classic by the annotation " + contract.ClassicAnnotation},
 }
 
 // injectNative runs `kubectl sidesync inject --native mode` on the example's plain manifest and
@@ -71,11 +72,12 @@ func reportOf(t testing.TB, report, object string) string {
 // inject --native always` writes it from deploy/examples/plain, beside TestExamples' wrapped
 // runs of the same Job (deploy/examples, --native never): where the report says a sidecar was
 // made native, the Job completes with no wrapper, the kubelet having started the app once the
-// startup probe passed and stopped the sidecar after it; where the mesh was asked for a native
-// sidecar (the mesh stand-in makes one, as the mesh's releases that honour the annotation do),
-// the wrapper stays, waits for the sidecar and leaves its stop to the kubelet; where nothing
-// can be converted, the output is the wrapped form's, byte for byte, for the reason
-// inject.Conversions gives, and no Job runs twice.
+// startup probe passed and stopped the sidecar after it; where nothing can be converted, the
+// output is the wrapped form's, byte for byte, for the reason inject.Conversions gives, and no
+// Job runs twice. None of the examples is converted as written (the meshes' are asked for
+// classic sidecars or cannot be asked; the Cloud SQL example keeps its proxy classic with
+// contract.ClassicAnnotation to show the wrapper): the Cloud SQL example without that
+// annotation is, the real proxy made native.
 func TestExamplesNative(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
@@ -89,36 +91,77 @@ func TestExamplesNative(t *testing.T) {
 			}
 			plain := filepath.Join(examplesDir, "plain", ex+".yaml")
 			job := streamObject(t, exampleStream(t, ex, "plain"), "Job")
-			object := "Job/" + job["metadata"].(map[string]any)["name"].(string)
-			stream, report := injectNative(t, plain, "always")
-			line := reportOf(t, report, object)
-			t.Logf("report: %s", line)
-			switch {
-			case want.converted:
-				if !strings.Contains(line, "made native "+sidecarContainer(ex)+" (startup probe ") || !strings.Contains(line, "apps not wrapped") {
-					t.Fatalf("want %s made native and no app wrapped: %s", sidecarContainer(ex), line)
-				}
-				ns := namespace(t, n, ex+"-native")
-				name := createOne(t, n, ns, "Job", stream)
-				p := waitJob(t, n, ns, name, "Complete", time.Now())
-				checkNativeRun(t, n, ns, p, appOf(t, job), sidecarContainer(ex), readyURL(exampleSidecar[ex]))
-			case want.asked != "":
-				if !strings.Contains(line, "asked for native sidecars with "+want.asked) || !strings.Contains(line, "wrapped ") {
-					t.Fatalf("want the mesh asked with %s and the app wrapped: %s", want.asked, line)
-				}
-				ns := namespace(t, n, ex+"-native")
-				name := createOne(t, n, ns, "Job", stream)
-				p := waitJob(t, n, ns, name, "Complete", time.Now())
-				checkAskedRun(t, n, ns, p, appOf(t, job), ex)
-			default:
-				wrapped, _ := injectNative(t, plain, "never")
-				if !bytes.Equal(stream, wrapped) {
-					t.Errorf("--native always changed what --native never writes, want it unchanged")
-				}
-				checkClassicWhy(t, job, want.why)
-			}
+			runNativeExample(t, n, ex, want, plain, job)
 		})
 	}
+	// The Cloud SQL example keeps its proxy classic, to show the wrapper; without that, the
+	// real proxy is made native.
+	t.Run("cloudsql/unkept", func(t *testing.T) {
+		t.Parallel()
+		job := convertibleCloudSQL(t, "db-migrate")
+		runNativeExample(t, n, "cloudsql", nativeExample{converted: true}, writeJob(t, job), job)
+	})
+}
+
+// runNativeExample injects the example's Job job (from the file plain) with --native always and
+// checks the outcome want.
+func runNativeExample(t *testing.T, n *kubetest.Node, ex string, want nativeExample, plain string, job map[string]any) {
+	object := "Job/" + job["metadata"].(map[string]any)["name"].(string)
+	stream, report := injectNative(t, plain, "always")
+	line := reportOf(t, report, object)
+	t.Logf("report: %s", line)
+	switch {
+	case want.converted:
+		if !strings.Contains(line, "made native "+sidecarContainer(ex)+" (startup probe ") || !strings.Contains(line, "apps not wrapped") {
+			t.Fatalf("want %s made native and no app wrapped: %s", sidecarContainer(ex), line)
+		}
+		ns := namespace(t, n, ex+"-native")
+		name := createOne(t, n, ns, "Job", stream)
+		p := waitJob(t, n, ns, name, "Complete", time.Now())
+		checkNativeRun(t, n, ns, p, appOf(t, job), sidecarContainer(ex), readyURL(exampleSidecar[ex]))
+	default:
+		wrapped, _ := injectNative(t, plain, "never")
+		if !bytes.Equal(stream, wrapped) {
+			t.Errorf("--native always changed what --native never writes, want it unchanged")
+		}
+		checkClassicWhy(t, job, want.why)
+	}
+}
+
+// convertibleCloudSQL is the Cloud SQL example's Job called name, without the annotation that
+// keeps its proxy classic.
+func convertibleCloudSQL(t testing.TB, name string) map[string]any {
+	t.Helper()
+	job := streamObject(t, exampleStream(t, "cloudsql", "plain"), "Job")
+	job["metadata"].(map[string]any)["name"] = name
+	tmpl, _ := podTemplate(job)
+	meta, _ := tmpl["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	if _, ok := ann[contract.ClassicAnnotation]; !ok {
+		t.Fatalf("the Cloud SQL example no longer keeps its proxy classic with %s: %v", contract.ClassicAnnotation, meta)
+	}
+	delete(ann, contract.ClassicAnnotation)
+	if len(ann) == 0 {
+		delete(meta, "annotations")
+	}
+	if len(meta) == 0 {
+		delete(tmpl, "metadata")
+	}
+	return job
+}
+
+// writeJob writes the Job as YAML into a file of the test's own and returns its path.
+func writeJob(t testing.TB, job map[string]any) string {
+	t.Helper()
+	data, err := yaml.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
 
 // appOf is the name of a Job's first container: the examples' app.
@@ -185,38 +228,4 @@ func checkNativeRun(t *testing.T, n *kubetest.Node, ns string, p pod, app, sc, c
 			sc, st.State.Terminated.ExitCode, st.State.Terminated.Reason, scLog)
 	}
 	mustContain(t, sc, scLog, `(?i)SIGTERM`)
-}
-
-// checkAskedRun checks a completed pod whose mesh made the example's sidecar native when asked:
-// the wrapped app found it ready and exited 0, the wrapper told it nothing (the kubelet stops a
-// native sidecar), and the kubelet stopped it after the app had ended, with no restart.
-func checkAskedRun(t *testing.T, n *kubetest.Node, ns string, p pod, app, ex string) {
-	t.Helper()
-	profile, sc := exampleSidecar[ex], sidecarContainer(ex)
-	if w := p.Metadata.Annotations[contract.WrappedAnnotation]; w != app {
-		t.Errorf("pod %s: %s %q, want %s", p.Metadata.Name, contract.WrappedAnnotation, w, app)
-	}
-	native := false
-	for _, c := range p.Spec.InitContainers {
-		native = native || c.Name == sc
-	}
-	if !native {
-		t.Fatalf("pod %s: the mesh stand-in did not make %s native: %+v", p.Metadata.Name, sc, p.Spec.InitContainers)
-	}
-	log := terminated(t, n, ns, p, app, 0)
-	mustContain(t, app, log, `INFO detected sidecar sidecar=`+profile+` from="pod annotations in `)
-	mustContain(t, app, log, `app: check `+regexp.QuoteMeta(readyURL(profile))+` 2\d\d`)
-	if strings.Contains(log, "INFO sidecar quit") {
-		t.Errorf("%s: the wrapper told the native %s to quit:\n%s", app, sc, log)
-	}
-	st := p.status(sc)
-	if st == nil || st.State.Terminated == nil {
-		t.Fatalf("%s has not terminated: %s", sc, describe(p))
-	}
-	if st.RestartCount != 0 {
-		t.Errorf("%s restarted %d times, want 0", sc, st.RestartCount)
-	}
-	if sf, af := finishedAt(t, p, sc), finishedAt(t, p, app); sf.Before(af) {
-		t.Errorf("%s finished at %s, before %s at %s", sc, sf, app, af)
-	}
 }

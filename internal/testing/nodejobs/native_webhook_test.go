@@ -5,13 +5,10 @@ package nodejobs
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/sidesync/sidesync/internal/cluster/admission"
 	"github.com/sidesync/sidesync/internal/testing/kubetest"
@@ -30,8 +27,7 @@ func commandlessJob(t testing.TB, n *kubetest.Node, name string) map[string]any 
 		Files:      map[string]string{"/migrate": filepath.Join(bins, "app")},
 		Entrypoint: []string{"/migrate"},
 		Env:        []string{"APP_CHECK_URL=" + readyURL("cloudsql")}})
-	job := streamObject(t, exampleStream(t, "cloudsql", "plain"), "Job")
-	job["metadata"].(map[string]any)["name"] = name
+	job := convertibleCloudSQL(t, name)
 	_, spec := podTemplate(job)
 	app := spec["containers"].([]any)[0].(map[string]any)
 	delete(app, "command")
@@ -46,16 +42,7 @@ func commandlessJob(t testing.TB, n *kubetest.Node, name string) map[string]any 
 func TestNativeCommandless(t *testing.T) {
 	t.Parallel()
 	n := testNode(t)
-	job := commandlessJob(t, n, "db-migrate")
-	data, err := yaml.Marshal(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "job.yaml")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	stream, report := injectNative(t, file, "always")
+	stream, report := injectNative(t, writeJob(t, commandlessJob(t, n, "db-migrate")), "always")
 	line := reportOf(t, report, "Job/db-migrate")
 	t.Logf("report: %s", report)
 	if !strings.Contains(line, "made native cloud-sql-proxy (startup probe ") || !strings.Contains(line, "apps not wrapped") {
@@ -104,12 +91,8 @@ func TestNativeWebhook(t *testing.T) {
 	waitJobPod(t, n, ns, "commandless") // admitted while every node runs native sidecars
 
 	addOldNode(t, n)
-	cloudsql := streamObject(t, exampleStream(t, "cloudsql", "plain"), "Job")
-	waitNativeChoice(t, n, ns, cloudsql, "classic (auto): node "+oldNode)
-	anywhere := streamObject(t, exampleStream(t, "cloudsql", "plain"), "Job")
-	anywhere["metadata"].(map[string]any)["name"] = "anywhere"
-	selected := streamObject(t, exampleStream(t, "cloudsql", "plain"), "Job")
-	selected["metadata"].(map[string]any)["name"] = "selected"
+	anywhere, selected := convertibleCloudSQL(t, "anywhere"), convertibleCloudSQL(t, "selected")
+	waitNativeChoice(t, n, ns, anywhere, "classic (auto): node "+oldNode)
 	_, spec := podTemplate(selected)
 	spec["nodeSelector"] = map[string]any{"kubernetes.io/hostname": n.Name}
 	for _, j := range []map[string]any{anywhere, selected} {
