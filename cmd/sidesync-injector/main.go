@@ -174,13 +174,14 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := admission.NewMetrics(reg)
 	chooser := &admission.NativeChooser{Mode: c.native}
+	nodesSettled := func() bool { return true }
 	if c.native == inject.NativeAuto {
 		nodes, err := newNodeCache(ctx, kube.client, log)
 		if err != nil {
 			log.Error("node cache", "err", err)
 			return 1
 		}
-		chooser.Nodes = nodes.nodes
+		chooser.Nodes, nodesSettled = nodes.nodes, nodes.settled
 	}
 	srv := &admission.Server{
 		Mutator: &admission.Mutator{Inject: c.inject, Native: chooser, Namespace: c.namespace, Record: kube.record},
@@ -195,7 +196,7 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 	probes := http.NewServeMux()
 	probes.HandleFunc("GET "+admission.HealthzPath, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	probes.HandleFunc("GET "+admission.ReadyzPath, func(w http.ResponseWriter, _ *http.Request) {
-		if !rd.ok.Load() || !kube.synced() {
+		if !rd.ok.Load() || !kube.synced() || !nodesSettled() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}

@@ -52,6 +52,18 @@ func newNodeCache(ctx context.Context, client kubernetes.Interface, log *slog.Lo
 	return nc, nil
 }
 
+// settled reports whether the cache has either synced or failed to read the nodes: /readyz
+// waits for it, so that a new injector does not choose classic for want of a first list, and
+// is not held back when the RBAC is missing (it then chooses classic, and says why).
+func (nc *nodeCache) settled() bool {
+	if nc.hasSynced() {
+		return true
+	}
+	nc.mu.Lock()
+	defer nc.mu.Unlock()
+	return nc.lastErr != nil
+}
+
 // nodes is the cached nodes, or why there are none yet.
 func (nc *nodeCache) nodes() ([]*corev1.Node, error) {
 	if !nc.hasSynced() {

@@ -96,6 +96,9 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 		return res
 	}
 	opts := m.Inject
+	// Native here converts the sidecars the pod holds; it must not ask meshes for native sidecars
+	// by their annotations: their webhooks have run before this one and never see what it adds
+	// (docs/KUBERNETES.md 9).
 	if m.Native != nil {
 		choice := m.Native.Choose(pod.obj)
 		opts.Native, res.Native = choice.Native, &choice

@@ -59,7 +59,7 @@ type NativeChooser struct {
 // Choose decides for a pod (decoded JSON). With NativeAuto it is native only when at least one
 // node can run the pod and every node that can runs a kubelet with native sidecars on by
 // default (kubeversion.NativeSidecars): a native sidecar on an older kubelet is an init
-// container that never ends, and the pod never starts. The nodes that can run the pod are its
+// container that never ends, and the pod never starts (docs/KUBERNETES.md 9). The nodes that can run the pod are its
 // spec.nodeName's, else those its nodeSelector and required node affinity match (matched as the
 // scheduler matches them, by component-helpers' nodeaffinity), else all. Taints and
 // tolerations are not read: a node they would keep the pod off still counts, which can only
@@ -90,10 +90,17 @@ func (c *NativeChooser) Choose(pod map[string]any) NativeChoice {
 		return ch
 	}
 	var old []string
+	has := map[string]bool{} // by kubelet version: a cluster has few
 	for _, n := range cand {
-		v, err := kubeversion.Parse(n.Status.NodeInfo.KubeletVersion)
-		if err != nil || !kubeversion.NativeSidecars.In(v) {
-			old = append(old, fmt.Sprintf("%s (kubelet %q)", n.Name, n.Status.NodeInfo.KubeletVersion))
+		kv := n.Status.NodeInfo.KubeletVersion
+		ok, seen := has[kv]
+		if !seen {
+			v, err := kubeversion.Parse(kv)
+			ok = err == nil && kubeversion.NativeSidecars.In(v)
+			has[kv] = ok
+		}
+		if !ok {
+			old = append(old, fmt.Sprintf("%s (kubelet %q)", n.Name, kv))
 		}
 	}
 	if len(old) > 0 {
@@ -103,13 +110,21 @@ func (c *NativeChooser) Choose(pod map[string]any) NativeChoice {
 			more = fmt.Sprintf(" and %d more", len(old)-1)
 		}
 		ch.Reason = NativeOldKubelet
-		ch.Why = fmt.Sprintf("node %s%s, of the %d that can run the pod (%s), has no kubelet of %s or newer, which native sidecars need",
-			old[0], more, len(cand), by, kubeversion.NativeSidecars.Since)
+		ch.Why = fmt.Sprintf("node %s%s, of %s that can run the pod (%s), has no kubelet of %s or newer, which native sidecars need",
+			old[0], more, nodesCount(len(cand)), by, kubeversion.NativeSidecars.Since)
 		return ch
 	}
 	ch.Native, ch.Reason = true, NativeKubelets
-	ch.Why = fmt.Sprintf("the %d nodes that can run the pod (%s) run kubelets of %s or newer", len(cand), by, kubeversion.NativeSidecars.Since)
+	ch.Why = fmt.Sprintf("%s can run the pod (%s), with kubelets of %s or newer", nodesCount(len(cand)), by, kubeversion.NativeSidecars.Since)
 	return ch
+}
+
+// nodesCount is "1 node", "3 nodes".
+func nodesCount(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }
 
 // candidates are the nodes that can run the pod, and by what they were chosen.

@@ -1,12 +1,19 @@
 package admission
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,25 +67,25 @@ func TestNativeChoice(t *testing.T) {
 	}{
 		{"always", inject.NativeAlways, nil, `{}`, true, NativeGiven, "--native always"},
 		{"never", inject.NativeNever, all, `{}`, false, NativeGiven, "--native never"},
-		{"any node, one old", inject.NativeAuto, all, `{}`, false, NativeOldKubelet, `node old-b1 (kubelet "` + oldKubelet + `"), of the 4 that can run the pod (any node)`},
-		{"any node, all new", inject.NativeAuto, func() ([]*corev1.Node, error) { return testNodes()[:2], nil }, `{}`, true, NativeKubelets, "the 2 nodes that can run the pod (any node)"},
+		{"any node, one old", inject.NativeAuto, all, `{}`, false, NativeOldKubelet, `node old-b1 (kubelet "` + oldKubelet + `"), of 4 nodes that can run the pod (any node)`},
+		{"any node, all new", inject.NativeAuto, func() ([]*corev1.Node, error) { return testNodes()[:2], nil }, `{}`, true, NativeKubelets, "2 nodes can run the pod (any node), with kubelets of"},
 		{"no nodes", inject.NativeAuto, func() ([]*corev1.Node, error) { return nil, nil }, `{}`, false, NativeNoNode, "no node can run the pod (any node, of 0)"},
-		{"nodeName new", inject.NativeAuto, all, `{"nodeName":"new-b2"}`, true, NativeKubelets, "the 1 nodes that can run the pod (nodeName new-b2)"},
+		{"nodeName new", inject.NativeAuto, all, `{"nodeName":"new-b2"}`, true, NativeKubelets, "1 node can run the pod (nodeName new-b2)"},
 		{"nodeName old", inject.NativeAuto, all, `{"nodeName":"old-b1"}`, false, NativeOldKubelet, "node old-b1"},
 		{"nodeName unknown", inject.NativeAuto, all, `{"nodeName":"gone"}`, false, NativeNoNode, "nodeName gone, of 4"},
 		{"nodeName wins over nodeSelector", inject.NativeAuto, all, `{"nodeName":"new-a1","nodeSelector":{"zone":"b"}}`, true, NativeKubelets, "nodeName new-a1"},
-		{"nodeSelector: new nodes only", inject.NativeAuto, all, `{"nodeSelector":{"zone":"a"}}`, true, NativeKubelets, "the 2 nodes that can run the pod (nodeSelector)"},
-		{"nodeSelector: an old node among them", inject.NativeAuto, all, `{"nodeSelector":{"pool":"batch"}}`, false, NativeOldKubelet, "of the 2 that can run the pod (nodeSelector)"},
+		{"nodeSelector: new nodes only", inject.NativeAuto, all, `{"nodeSelector":{"zone":"a"}}`, true, NativeKubelets, "2 nodes can run the pod (nodeSelector)"},
+		{"nodeSelector: an old node among them", inject.NativeAuto, all, `{"nodeSelector":{"pool":"batch"}}`, false, NativeOldKubelet, "of 2 nodes that can run the pod (nodeSelector)"},
 		{"nodeSelector: none", inject.NativeAuto, all, `{"nodeSelector":{"zone":"c"}}`, false, NativeNoNode, "(nodeSelector, of 4)"},
 		{"required affinity: new nodes only", inject.NativeAuto, all,
 			`{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}]}}}}`,
-			true, NativeKubelets, "the 2 nodes that can run the pod (required node affinity)"},
+			true, NativeKubelets, "2 nodes can run the pod (required node affinity)"},
 		{"required affinity: terms ORed, one reaches the old node", inject.NativeAuto, all,
 			`{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["old-b1"]}]}]}}}}`,
-			false, NativeOldKubelet, "of the 3 that can run the pod (required node affinity)"},
+			false, NativeOldKubelet, "of 3 nodes that can run the pod (required node affinity)"},
 		{"nodeSelector and affinity together", inject.NativeAuto, all,
 			`{"nodeSelector":{"zone":"b"},"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"DoesNotExist"}]}]}}}}`,
-			true, NativeKubelets, "the 1 nodes that can run the pod (nodeSelector and required node affinity)"},
+			true, NativeKubelets, "1 node can run the pod (nodeSelector and required node affinity)"},
 		{"preferred affinity only: any node", inject.NativeAuto, all,
 			`{"affinity":{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":1,"preference":{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}}]}}}`,
 			false, NativeOldKubelet, "(any node)"},
@@ -87,7 +94,7 @@ func TestNativeChoice(t *testing.T) {
 		}, `{}`, false, NativeOldKubelet, `node odd (kubelet "")`},
 		{"two old nodes", inject.NativeAuto, func() ([]*corev1.Node, error) {
 			return append(testNodes(), node("old-c1", oldKubelet, nil)), nil
-		}, `{}`, false, NativeOldKubelet, "node old-b1 (kubelet \"" + oldKubelet + "\") and 1 more, of the 5"},
+		}, `{}`, false, NativeOldKubelet, "node old-b1 (kubelet \"" + oldKubelet + "\") and 1 more, of 5 nodes"},
 		{"nodes unreadable", inject.NativeAuto, func() ([]*corev1.Node, error) {
 			return nil, errors.New("the node cache has not synced: nodes is forbidden")
 		}, `{}`, false, NativeUnreadable, "the nodes are unreadable: the node cache has not synced: nodes is forbidden"},
@@ -185,4 +192,60 @@ func annotationsOfPod(doc string) map[string]string {
 	}
 	json.Unmarshal([]byte(doc), &p)
 	return p.Metadata.Annotations
+}
+
+// TestServerCountsNativeChoices: each choice is counted by way and reason, and one that fell back
+// to classic because the nodes were unreadable is logged as a warning with the choice.
+func TestServerCountsNativeChoices(t *testing.T) {
+	var log bytes.Buffer
+	nodes := func() ([]*corev1.Node, error) { return nil, errors.New("the node cache has not synced yet") }
+	s := &Server{Mutator: &Mutator{Inject: testInject, Native: &NativeChooser{Mode: inject.NativeAuto, Nodes: nodes}},
+		Metrics: NewMetrics(prometheus.NewRegistry()), Log: slog.New(slog.NewTextHandler(&log, nil))}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	post := func() {
+		r, err := http.Post(srv.URL+MutatePath, "application/json", bytes.NewReader(reviewBody(t, podReview(t, "apps", withCommand))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+	}
+	post()
+	s.Mutator.Native.Mode = inject.NativeAlways
+	post()
+	for _, tc := range []struct {
+		way, reason string
+		want        float64
+	}{{"classic", NativeUnreadable, 1}, {"native", NativeGiven, 1}, {"native", NativeKubelets, 0}} {
+		if n := testutil.ToFloat64(s.Metrics.Native.WithLabelValues(tc.way, tc.reason)); n != tc.want {
+			t.Errorf("%s/%s counted %v, want %v", tc.way, tc.reason, n, tc.want)
+		}
+	}
+	if lines := strings.Split(strings.TrimSpace(log.String()), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "level=WARN") ||
+		!strings.Contains(lines[0], `native="classic (auto): the nodes are unreadable: the node cache has not synced yet"`) {
+		t.Errorf("log: want one warning with the choice, got\n%s", log.String())
+	}
+}
+
+// BenchmarkNativeChoice: the choice for a pod among 5,000 nodes, with no placement and with a
+// nodeSelector, as every admission with --native auto makes it.
+func BenchmarkNativeChoice(b *testing.B) {
+	nodes := make([]*corev1.Node, 5000)
+	for i := range nodes {
+		nodes[i] = node(fmt.Sprintf("n%d", i), newKubelet, map[string]string{"zone": fmt.Sprint(i % 3), "pool": "batch"})
+	}
+	c := &NativeChooser{Mode: inject.NativeAuto, Nodes: func() ([]*corev1.Node, error) { return nodes, nil }}
+	for _, tc := range []struct{ name, spec string }{{"any-node", `{}`}, {"nodeSelector", `{"nodeSelector":{"zone":"1"}}`}} {
+		b.Run(tc.name, func(b *testing.B) {
+			obj, err := manifest.DecodeJSONObject([]byte(`{"spec":` + tc.spec + `}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if !c.Choose(obj).Native {
+					b.Fatal("classic")
+				}
+			}
+		})
+	}
 }

@@ -559,7 +559,7 @@ func TestInstallGuide(t *testing.T) {
 		"kubectl label namespace NS " + admission.InjectLabel + "=" + admission.Enabled,
 		admission.InjectLabel + ": " + admission.Disabled,
 		admission.InjectLabel + `: "` + admission.OptOutAnnotationValue + `"`,
-		admission.SkippedAnnotation,
+		admission.SkippedAnnotation, admission.NativeAnnotation, "sidesync_injector_native_choices_total",
 		admission.MutatingConfigName, admission.ValidatingConfigName, admission.BackstopPolicy,
 		admission.ExplicitWebhook, admission.NamespaceWebhook,
 		".webhooks[]?.clientConfig.caBundle",
