@@ -128,6 +128,9 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 			ops = append(ops, nativeOp(pod, ops, res.Native.Annotation()))
 		}
 		return patched(res, ops, fmt.Sprintf("wrapped %s", strings.Join(slices.Concat(r.Wrapped, r.Updated), ",")))
+	case r.Reason != "" && r.Injected && convertedBefore(pod, res.Native, r.Reason):
+		res.Message = "converted at an earlier invocation"
+		return res
 	case r.Reason != "" && r.Injected:
 		reason, msg := ReasonNoCommand, r.Reason
 		if len(r.Warnings) > 0 {
@@ -144,6 +147,16 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 	res.Message = "nothing to change"
 	return res
+}
+
+// convertedBefore reports whether this webhook converted the pod's sidecars at an earlier
+// invocation (reinvocationPolicy IfNeeded), so that it now needs nothing: the pod carries the
+// native choice, made the same way, and no skipped annotation, which a pod that was native as
+// submitted got at its first invocation.
+func convertedBefore(pod *podInfo, choice *NativeChoice, reason string) bool {
+	_, skipped := pod.Annotations[SkippedAnnotation]
+	return choice != nil && choice.Native && !skipped && strings.Contains(reason, "not needed") &&
+		pod.Annotations[NativeAnnotation] == choice.Annotation()
 }
 
 // nativeOp writes NativeAnnotation: into the pod's annotations, there before or added by inject's
