@@ -77,15 +77,17 @@ func checkCluster(ctx context.Context, client kubernetes.Interface, namespace st
 }
 
 // checkPod is a pod of one app container wrapped with o (image-volume delivery) as the webhook
-// wraps pods, that the restricted Pod Security Standard admits; it is only ever dry-run created.
+// wraps pods, that the restricted Pod Security Standard admits, with requests and limits for a
+// namespace whose ResourceQuota asks for them; it is only ever dry-run created.
 func checkPod(o inject.Options) ([]byte, error) {
 	restricted := map[string]any{"runAsNonRoot": true, "runAsUser": 65532, "allowPrivilegeEscalation": false,
 		"capabilities": map[string]any{"drop": []any{"ALL"}}, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+	small := map[string]any{"cpu": "10m", "memory": "16Mi"}
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod",
 		"metadata": map[string]any{"generateName": "sidesync-image-volume-check-"},
 		"spec": map[string]any{"restartPolicy": "Never", "automountServiceAccountToken": false,
 			"containers": []any{map[string]any{"name": "check", "image": o.Image, "command": []any{"/check"},
-				"securityContext": restricted}}}}
+				"securityContext": restricted, "resources": map[string]any{"requests": small, "limits": small}}}}}
 	out, r, err := inject.Apply(pod, manifest.TypeMeta{}, o, nil)
 	if err != nil {
 		return nil, fmt.Errorf("wrapping the check's pod: %w", err)
