@@ -2,7 +2,9 @@
 # Builds a real Kubernetes control plane and node from source, through the Go module proxy, into a
 # cache directory outside the repository, for the integration tests in internal/testing/kubetest (the API
 # server alone, and a whole node that runs Jobs): kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubelet, etcd, and containerd with its runc shim and ctr.
+# kube-scheduler, kubelet, etcd, and containerd with its runc shim and ctr; and beside them the API
+# server of the oldest Kubernetes sidesync supports (kubeversion.Oldest), alone, in <dir>/1.33,
+# for the tests that run the same checks on the oldest and the newest release.
 #
 #   bash .ci/build-kube.sh            # prints the directory that holds them
 #
@@ -10,8 +12,9 @@
 # Nothing of Kubernetes, etcd or containerd is committed: the script writes throwaway wrapper
 # modules under <dir>/src, each requiring the pinned version, and `go build`s the upstream main
 # packages. runc comes from Debian (apt-get, when it is missing and the script runs as root).
-# A stamp file records the pinned versions; when it matches and both binaries exist, the script
-# does nothing (well under a second). Change a version below and the next run rebuilds.
+# A stamp file records the pinned versions; when it matches and every binary exists, the script
+# does nothing (well under a second). Change a version below and the next run rebuilds. The old
+# API server has its own stamp (<dir>/1.33/stamp): each part rebuilds only when its own changes.
 set -euo pipefail
 
 # Pinned versions. k8s.io/kubernetes replaces every k8s.io/<staging> module with ./staging/...
@@ -21,6 +24,9 @@ KUBE_VERSION=v1.37.2
 ETCD_VERSION=v3.7.3
 CONTAINERD_VERSION=v2.4.2
 STAGING_VERSION="v0.${KUBE_VERSION#v1.}"
+# The oldest release the injector's chart accepts (kubeversion.Oldest), its API server only: the
+# tests run it with the etcd above (v3.7.3 serves 1.33's etcd v3.5 client; no second etcd).
+OLDEST_KUBE_VERSION=v1.33.13
 # Bump when the build recipe (flags, wrapper modules) changes, to force a rebuild.
 RECIPE=2
 
@@ -30,6 +36,9 @@ out="$(cd "$out" && pwd)"
 stamp="kubernetes=$KUBE_VERSION staging=$STAGING_VERSION etcd=$ETCD_VERSION containerd=$CONTAINERD_VERSION recipe=$RECIPE $(go env GOOS)/$(go env GOARCH)"
 KUBE_PROGRAMS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 CONTAINERD_PROGRAMS=(containerd containerd-shim-runc-v2 ctr)
+oldest_minor=${OLDEST_KUBE_VERSION#v}; oldest_minor=${oldest_minor%.*} # 1.33
+oldest="$out/$oldest_minor"
+oldest_stamp="kubernetes=$OLDEST_KUBE_VERSION staging=v0.${OLDEST_KUBE_VERSION#v1.} programs=kube-apiserver recipe=$RECIPE $(go env GOOS)/$(go env GOARCH)"
 
 # runc, which containerd's shim runs, the CNI plugins that give pods their network, and ip,
 # which sets up the node's loopback, are Debian's: the only parts not built from source here.
@@ -50,9 +59,12 @@ up_to_date() {
   done
   [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$stamp" ]
 }
+oldest_up_to_date() {
+  [ -x "$oldest/kube-apiserver" ] && [ -f "$oldest/stamp" ] && [ "$(cat "$oldest/stamp")" = "$oldest_stamp" ]
+}
 
-if up_to_date; then
-  echo "kube binaries up to date ($stamp)" >&2
+if up_to_date && oldest_up_to_date; then
+  echo "kube binaries up to date ($stamp; $oldest_stamp)" >&2
   echo "$out"
   exit 0
 fi
@@ -60,6 +72,87 @@ fi
 # One build at a time per directory; a second caller waits, then finds the binaries up to date.
 exec 9>"$out/.lock"
 flock 9
+
+# Static, small, reproducible binaries; the wrapper modules may edit their own go.mod/go.sum.
+export CGO_ENABLED=0
+export GOFLAGS="-mod=mod -buildvcs=false"
+export GOTOOLCHAIN="${GOTOOLCHAIN:-local}" GOWORK=off
+
+# build_kube VERSION SRC DEST PROGRAM...: writes a wrapper module in SRC that requires
+# k8s.io/kubernetes VERSION, its staging modules pinned to the matching v0.X.Y, and builds the
+# named programs of k8s.io/kubernetes/cmd into DEST, stamped as Kubernetes' own build stamps them.
+build_kube() {
+  local version=$1 src=$2 dest=$3
+  shift 3
+  local programs=("$@") staging kube_gomod m p t
+  staging="v0.${version#v1.}"
+  rm -rf "$src"
+  mkdir -p "$src" "$dest"
+  # k8s.io/kubernetes replaces every k8s.io/<staging> module with ./staging/... in its own
+  # go.mod, which does not apply to a dependency, so the wrapper pins each to the matching
+  # release. The staging modules are those that it requires at v0.0.0; read them from its go.mod
+  # so that a version bump needs no list.
+  kube_gomod=$(cd "$src" && go list -m -f '{{.GoMod}}' "k8s.io/kubernetes@$version")
+  mapfile -t STAGING_MODULES < <(sed -n 's#^[[:space:]]*k8s\.io/\([^ ]*\) v0\.0\.0$#\1#p' "$kube_gomod")
+  if [ "${#STAGING_MODULES[@]}" -lt 10 ]; then
+    echo "found only ${#STAGING_MODULES[@]} staging modules in $kube_gomod" >&2
+    exit 1
+  fi
+  {
+    echo "// Throwaway wrapper module written by .ci/build-kube.sh; not part of sidesync."
+    echo "module sidesync.invalid/kubebuild"
+    echo
+    echo "go 1.26.0"
+    echo
+    echo "require k8s.io/kubernetes $version"
+    echo
+    echo "replace ("
+    for m in "${STAGING_MODULES[@]}"; do
+      echo "	k8s.io/$m => k8s.io/$m $staging"
+    done
+    echo ")"
+  } >"$src/go.mod"
+  {
+    echo "//go:build tools"
+    echo
+    echo "// Package tools pins the programs that .ci/build-kube.sh builds."
+    echo "package tools"
+    echo
+    echo "import ("
+    for p in "${programs[@]}"; do
+      echo "	_ \"k8s.io/kubernetes/cmd/$p\""
+    done
+    echo ")"
+  } >"$src/tools.go"
+  (
+    cd "$src"
+    t=$SECONDS
+    go mod tidy >&2
+    echo "kube $version: modules resolved in $((SECONDS - t))s" >&2
+    t=$SECONDS
+    # What Kubernetes' own build stamps (hack/lib/version.sh), so /version tells the truth.
+    local v=k8s.io/component-base/version major minor
+    major=${version#v}; minor=${major#*.}; major=${major%%.*}; minor=${minor%%.*}
+    go build -trimpath \
+      "-ldflags=-s -w -X $v.gitVersion=$version -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean" \
+      -o "$dest/" "${programs[@]/#/k8s.io/kubernetes/cmd/}"
+    echo "kube $version: ${programs[*]} built in $((SECONDS - t))s" >&2
+  )
+}
+
+# --- the oldest supported release's API server ------------------------------------------------
+if ! oldest_up_to_date; then
+  echo "building kube-apiserver $OLDEST_KUBE_VERSION into $oldest" >&2
+  start=$SECONDS
+  rm -rf "$oldest/stamp" "$oldest/new"
+  build_kube "$OLDEST_KUBE_VERSION" "$out/src/kube-$oldest_minor" "$oldest/new" kube-apiserver
+  mv -f "$oldest/new/kube-apiserver" "$oldest/kube-apiserver"
+  rmdir "$oldest/new"
+  "$oldest/kube-apiserver" --version >&2
+  echo "$oldest_stamp" >"$oldest/stamp"
+  echo "kube-apiserver $OLDEST_KUBE_VERSION built in $((SECONDS - start))s: $(du -h "$oldest/kube-apiserver" | cut -f1)" >&2
+fi
+
 if up_to_date; then
   echo "kube binaries up to date ($stamp)" >&2
   echo "$out"
@@ -69,65 +162,11 @@ fi
 echo "building Kubernetes $KUBE_VERSION (${KUBE_PROGRAMS[*]}), etcd $ETCD_VERSION and containerd $CONTAINERD_VERSION into $out" >&2
 start=$SECONDS
 rm -f "$out/stamp"
-
-# Static, small, reproducible binaries; the wrapper modules may edit their own go.mod/go.sum.
-export CGO_ENABLED=0
-export GOFLAGS="-mod=mod -buildvcs=false"
-export GOTOOLCHAIN="${GOTOOLCHAIN:-local}" GOWORK=off
+rm -rf "$out/new"
+mkdir -p "$out/new"
 
 # --- Kubernetes -----------------------------------------------------------------------------
-src="$out/src/kube"
-rm -rf "$src" "$out/new"
-mkdir -p "$src" "$out/new"
-# The staging modules are those that k8s.io/kubernetes requires at v0.0.0 (and replaces with
-# ./staging/src/k8s.io/<name>); read them from its go.mod so that a version bump needs no list.
-kube_gomod=$(cd "$src" && go list -m -f '{{.GoMod}}' "k8s.io/kubernetes@$KUBE_VERSION")
-mapfile -t STAGING_MODULES < <(sed -n 's#^[[:space:]]*k8s\.io/\([^ ]*\) v0\.0\.0$#\1#p' "$kube_gomod")
-if [ "${#STAGING_MODULES[@]}" -lt 10 ]; then
-  echo "found only ${#STAGING_MODULES[@]} staging modules in $kube_gomod" >&2
-  exit 1
-fi
-{
-  echo "// Throwaway wrapper module written by .ci/build-kube.sh; not part of sidesync."
-  echo "module sidesync.invalid/kubebuild"
-  echo
-  echo "go 1.26.0"
-  echo
-  echo "require k8s.io/kubernetes $KUBE_VERSION"
-  echo
-  echo "replace ("
-  for m in "${STAGING_MODULES[@]}"; do
-    echo "	k8s.io/$m => k8s.io/$m $STAGING_VERSION"
-  done
-  echo ")"
-} >"$src/go.mod"
-cat >"$src/tools.go" <<'EOF'
-//go:build tools
-
-// Package tools pins the programs that .ci/build-kube.sh builds.
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "k8s.io/kubernetes/cmd/kubelet"
-)
-EOF
-(
-  cd "$src"
-  t=$SECONDS
-  go mod tidy >&2
-  echo "kube: modules resolved in $((SECONDS - t))s" >&2
-  t=$SECONDS
-  # What Kubernetes' own build stamps (hack/lib/version.sh), so /version tells the truth.
-  v=k8s.io/component-base/version
-  major=${KUBE_VERSION#v}; minor=${major#*.}; major=${major%%.*}; minor=${minor%%.*}
-  go build -trimpath \
-    "-ldflags=-s -w -X $v.gitVersion=$KUBE_VERSION -X $v.gitMajor=$major -X $v.gitMinor=$minor -X $v.gitTreeState=clean" \
-    -o "$out/new/" "${KUBE_PROGRAMS[@]/#/k8s.io/kubernetes/cmd/}"
-  echo "kube: ${KUBE_PROGRAMS[*]} built in $((SECONDS - t))s" >&2
-)
+build_kube "$KUBE_VERSION" "$out/src/kube" "$out/new" "${KUBE_PROGRAMS[@]}"
 
 # --- etcd -----------------------------------------------------------------------------------
 # go.etcd.io/etcd/server/v3 is itself a main package (a wrapper of etcdmain.Main).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sidesync/sidesync/internal/cluster/admission"
 	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/cluster/kubeversion"
 	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
@@ -41,6 +42,8 @@ Flags:
                      kube-node-lease (the webhook's own, if one runs too)
   --backstop-only    print only the ValidatingAdmissionPolicy and its bindings, for beside the
                      webhook (its warning then speaks of the injector, as the chart's does)
+  --kube-version V   the cluster's Kubernetes (1.33, v1.34.2): refused when older than the output
+                     needs (its first line and stderr say which)
 
 Exit codes: 0 printed, 2 bad flags (nothing written), 1 the output could not be written.
 `
@@ -83,6 +86,9 @@ func runPolicy(args []string, build buildinfo.Info, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "kubectl sidesync policy: %v\n", err)
 		return 2
 	}
+	needs := policyNeeds(o, backstopOnly)
+	fmt.Fprintf(stderr, "kubectl sidesync policy: the output needs %s\n", needs)
+	out = append([]byte("# kubectl sidesync policy "+build.Version+": needs "+needs+"\n"), out...)
 	if _, err := stdout.Write(out); err != nil {
 		fmt.Fprintf(stderr, "kubectl sidesync policy: writing: %v\n", err)
 		return 1
@@ -101,6 +107,7 @@ func parsePolicyFlags(args []string, build buildinfo.Info) (admission.PolicyOpti
 	fs.StringVar(&delivery, "delivery", string(inject.InitCopy), "")
 	fs.StringVar(&o.Namespace, "namespace", "", "")
 	fs.BoolVar(&backstopOnly, "backstop-only", false, "")
+	kubeVersion := fs.String("kube-version", "", "")
 	if err := fs.Parse(args); err != nil {
 		return o, false, err
 	}
@@ -116,6 +123,11 @@ func parsePolicyFlags(args []string, build buildinfo.Info) (admission.PolicyOpti
 		o.Image = img
 	}
 	o.Delivery, o.Version = inject.Delivery(delivery), build.Version
+	if v, err := kubeversion.Parse(*kubeVersion); *kubeVersion != "" && err != nil {
+		errs = append(errs, fmt.Errorf("--kube-version: %w", err))
+	} else if *kubeVersion != "" && !v.AtLeast(kubeversion.Needs(policyFeatures(o, backstopOnly)...)) {
+		errs = append(errs, fmt.Errorf("--kube-version %s: the output needs %s", *kubeVersion, policyNeeds(o, backstopOnly)))
+	}
 	if o.Image != "" {
 		if err := (inject.Options{Version: o.Version, Image: o.Image, Delivery: o.Delivery}).Validate(); err != nil {
 			errs = append(errs, err)
@@ -125,6 +137,31 @@ func parsePolicyFlags(args []string, build buildinfo.Info) (admission.PolicyOpti
 		errs = append(errs, fmt.Errorf("--namespace %q: not a namespace name", o.Namespace))
 	}
 	return o, backstopOnly, errors.Join(errs...)
+}
+
+// policyFeatures are the features of Kubernetes the output uses beyond kubeversion.Oldest's.
+func policyFeatures(o admission.PolicyOptions, backstopOnly bool) []kubeversion.Feature {
+	if backstopOnly {
+		return nil // a ValidatingAdmissionPolicy: every supported release has it
+	}
+	if o.Delivery == inject.ImageVolume {
+		return []kubeversion.Feature{kubeversion.MutatingAdmissionPolicy, kubeversion.ImageVolume}
+	}
+	return []kubeversion.Feature{kubeversion.MutatingAdmissionPolicy}
+}
+
+// policyNeeds says which Kubernetes the output needs, and for what: "Kubernetes 1.36 or newer
+// (MutatingAdmissionPolicy (admissionregistration.k8s.io/v1))".
+func policyNeeds(o admission.PolicyOptions, backstopOnly bool) string {
+	fs := policyFeatures(o, backstopOnly)
+	why := "the oldest sidesync supports"
+	if len(fs) > 0 {
+		why = fs[0].Name
+		for _, f := range fs[1:] {
+			why += ", " + f.Name
+		}
+	}
+	return "Kubernetes " + kubeversion.Needs(fs...).String() + " or newer (" + why + ")"
 }
 
 // dnsLabel reports whether s is an RFC 1123 label, as namespace names are.

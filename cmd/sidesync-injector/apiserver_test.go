@@ -31,20 +31,27 @@ const ownNamespace = "sidesync-system"
 func webhookCluster(t *testing.T, args ...string) (*kubetest.Cluster, *injector, *testCA) {
 	t.Helper()
 	c := kubetest.Start(t)
+	in, ca := webhookOn(t, c, args...)
+	return c, in, ca
+}
+
+// webhookOn starts an injector registered with c, as admin, in ownNamespace (which it creates).
+func webhookOn(t *testing.T, c *kubetest.Cluster, args ...string) (*injector, *testCA) {
+	t.Helper()
 	ca := newTestCA(t)
 	kc := c.Kubeconfig(t, c.AdminToken)
 	c.CreateNamespace(t, ownNamespace)
 	in := startInjector(t, ca, append([]string{"--kubeconfig=" + kc, "--namespace=" + ownNamespace}, args...)...)
 	register(t, c, in.webhook, ca.PEM)
-	return c, in, ca
+	return in, ca
 }
 
 // register creates the two webhook configurations for the injector at addr, as the chart
-// renders them (Helm v4's engine, internal/cluster/chart) with your own certificate, each webhook's
+// renders them for the cluster's version (Helm v4's engine, internal/cluster/chart) with your own certificate, each webhook's
 // service rewritten to the injector's URL on loopback.
 func register(t *testing.T, c *kubetest.Cluster, addr string, caPEM []byte) {
 	t.Helper()
-	objs, err := chart.Render(map[string]any{"certManager": map[string]any{"enabled": false},
+	objs, err := chart.Injector.RenderOn(c.Version, map[string]any{"certManager": map[string]any{"enabled": false},
 		"tls": map[string]any{"secretName": "sidesync-injector-tls", "caBundle": string(caPEM)}}, ownNamespace)
 	if err != nil {
 		t.Fatalf("rendering the chart: %v", err)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/sidesync/sidesync/internal/cluster/admission"
 	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/cluster/kubeversion"
 	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
@@ -56,12 +57,18 @@ type config struct {
 	shutdownTimeout     time.Duration
 }
 
-const usage = `sidesync-injector: sidesync's admission webhook.
+var usage = fmt.Sprintf(`sidesync-injector: sidesync's admission webhook.
 
 Usage: sidesync-injector --tls-cert-file FILE --tls-key-file FILE --namespace NS [flags]
 
+With --delivery image-volume it reads the API server's version and dry-run creates a wrapped
+pod in --namespace before it serves: below Kubernetes %[1]s, or when the stored pod has lost its
+image volume, it exits %[2]d and never turns ready.
+
+Exit codes: 0 stopped, 2 bad flags, %[2]d the cluster lacks what the flags need, 1 any other failure.
+
 Flags:
-`
+`, kubeversion.ImageVolume.Since, exitRefused)
 
 // parse reads the command line; its errors name the flag.
 func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, error) {
@@ -169,6 +176,13 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 		return 1
 	}
 	defer kube.stop()
+	if err := checkCluster(ctx, kube.client, c.namespace, c.inject); err != nil {
+		log.Error("not starting: the cluster cannot take what the flags ask for", "err", err)
+		if errors.Is(err, errRefused) {
+			return exitRefused
+		}
+		return 1
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

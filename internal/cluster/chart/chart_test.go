@@ -61,6 +61,7 @@ type renderCase struct {
 	secret      string // the Secret the injector reads
 	timeout     int32
 	extraArgs   []string // beyond the fixed ones, in order
+	imageVolume bool     // delivery: image-volume, with the Role of the injector's check
 }
 
 func renderCases() []renderCase {
@@ -74,7 +75,7 @@ func renderCases() []renderCase {
 			"certManager": map[string]any{"enabled": false},
 			"tls":         map[string]any{"secretName": "my-webhook-tls", "caBundle": testCA},
 			"delivery":    "image-volume", "logFormat": "", "maxInFlight": 16, "native": "always",
-		}, caBundle: []byte(testCA), secret: "my-webhook-tls", timeout: 10,
+		}, caBundle: []byte(testCA), secret: "my-webhook-tls", timeout: 10, imageVolume: true,
 			extraArgs: []string{"--delivery=image-volume", "--native=always", "--max-in-flight=16"}},
 		{name: "resolve", values: map[string]any{"resolve": map[string]any{"enabled": true, "registryAllow": []any{"10.0.0.0/8", "fd00::/8"}}, "native": "never"},
 			certManager: true, resolve: true, secret: "sidesync-injector-tls", timeout: 10,
@@ -131,8 +132,14 @@ func checkRendered(objs []map[string]any, c renderCase) []string {
 	if c.certManager {
 		want["Issuer"], want["Certificate"] = 2, 2
 	}
+	if c.imageVolume {
+		want["Role"], want["RoleBinding"] = 1, 1
+	}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		add("objects by kind (-want +got):\n%s", diff)
+	}
+	if c.imageVolume {
+		problems = append(problems, checkImageVolumeRole(objs)...)
 	}
 
 	var role rbacv1.ClusterRole
@@ -483,6 +490,57 @@ func TestRenderRefuses(t *testing.T) {
 			t.Errorf("Kubernetes 1.33: %v", err)
 		}
 	})
+	t.Run("image volumes below 1.35", func(t *testing.T) {
+		iv := map[string]any{"delivery": string(inject.ImageVolume)}
+		for _, v := range []string{"v1.33.13", "v1.34.9", "v1.34.2-eks-1a2b3c"} {
+			_, err := Injector.RenderOn(v, iv, testNamespace)
+			if err == nil || !strings.Contains(err.Error(), "image volumes, which need Kubernetes 1.35 or newer") || !strings.Contains(err.Error(), v) {
+				t.Errorf("delivery: image-volume on %s: %v, want a refusal naming image volumes, 1.35 and %s", v, err, v)
+			}
+			if _, err := Injector.RenderOn(v, map[string]any{"delivery": string(inject.InitCopy)}, testNamespace); err != nil {
+				t.Errorf("delivery: init-copy on %s: %v", v, err)
+			}
+		}
+		for _, v := range []string{"v1.35.0", "v1.35.0-gke.100", "v1.37.2"} {
+			objs, err := Injector.RenderOn(v, iv, testNamespace)
+			if err != nil {
+				t.Errorf("delivery: image-volume on %s: %v", v, err)
+				continue
+			}
+			for _, p := range checkImageVolumeRole(objs) {
+				t.Errorf("%s: %s", v, p)
+			}
+		}
+	})
+}
+
+// checkImageVolumeRole lists what is wrong with the Role and RoleBinding of the injector's check
+// of image volumes: anything beyond creating pods in its own namespace, bound to anyone but its
+// ServiceAccount.
+func checkImageVolumeRole(objs []map[string]any) []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	name := ReleaseName + ImageVolumeCheckSuffix
+	var role rbacv1.Role
+	if o := Find(objs, "Role", name); o == nil {
+		add("no Role %s", name)
+	} else if err := Decode(o, &role); err != nil {
+		add("%v", err)
+	} else if want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}}; !cmp.Equal(role.Rules, want) {
+		add("the Role %s grants %+v, want only creating pods", name, role.Rules)
+	}
+	var binding rbacv1.RoleBinding
+	if o := Find(objs, "RoleBinding", name); o == nil {
+		add("no RoleBinding %s", name)
+	} else if err := Decode(o, &binding); err != nil {
+		add("%v", err)
+	} else {
+		wantSubj := []rbacv1.Subject{{Kind: "ServiceAccount", Name: ReleaseName, Namespace: testNamespace}}
+		if binding.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}) || !cmp.Equal(binding.Subjects, wantSubj) {
+			add("the RoleBinding binds %+v to %+v", binding.RoleRef, binding.Subjects)
+		}
+	}
+	return problems
 }
 
 // TestGeneratedUpToDate: the committed generated templates of every chart are what the

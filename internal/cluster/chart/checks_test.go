@@ -27,6 +27,10 @@ func typed(kind string) any {
 		return &rbacv1.ClusterRole{}
 	case "ClusterRoleBinding":
 		return &rbacv1.ClusterRoleBinding{}
+	case "Role":
+		return &rbacv1.Role{}
+	case "RoleBinding":
+		return &rbacv1.RoleBinding{}
 	case "MutatingWebhookConfiguration":
 		return &admissionregistrationv1.MutatingWebhookConfiguration{}
 	case "ValidatingWebhookConfiguration":

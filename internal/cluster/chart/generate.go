@@ -110,10 +110,20 @@ func injectorFiles() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	versions, err := kubeVersionTemplate()
+	if err != nil {
+		return nil, err
+	}
+	chartYAML, err := chartFile()
+	if err != nil {
+		return nil, err
+	}
 	return map[string][]byte{
-		WebhooksTemplate:  hooks,
-		BackstopTemplate:  backstop,
-		AdmissionTemplate: admissionTemplate(),
+		WebhooksTemplate:    hooks,
+		BackstopTemplate:    backstop,
+		AdmissionTemplate:   admissionTemplate(),
+		KubeVersionTemplate: versions,
+		ChartFile:           chartYAML,
 	}, nil
 }
 
@@ -133,6 +143,7 @@ type marked struct {
 	annotations bool // the webhook configurations' annotations (cert-manager's, the user's)
 	endpoint    bool // the Service and the caBundle
 	namespace   bool // the injector's namespace, excluded
+	names       bool // names derived from the fullname (the Service marker and a suffix), the ServiceAccount's
 }
 
 // withMarkers sets the labels (and, for a webhook configuration, the annotations) markers.
@@ -151,8 +162,8 @@ func withMarkers[T interface {
 func webhookObjects() []marked {
 	o := markerOptions()
 	return []marked{
-		{withMarkers(admission.MutatingWebhookConfiguration(o), true), true, true, true},
-		{withMarkers(admission.ValidatingWebhookConfiguration(o), true), true, true, true},
+		{obj: withMarkers(admission.MutatingWebhookConfiguration(o), true), annotations: true, endpoint: true, namespace: true},
+		{obj: withMarkers(admission.ValidatingWebhookConfiguration(o), true), annotations: true, endpoint: true, namespace: true},
 	}
 }
 
@@ -270,6 +281,16 @@ func templateOne(m marked) (string, error) {
 		replace("timeoutSeconds", timeoutLine, func(ind []string) string {
 			return ind[0] + "timeoutSeconds: {{ include \"sidesync-injector.webhookTimeoutSeconds\" . }}\n"
 		})
+	}
+	if m.names {
+		replace("suffixed name", suffixedLine, func(ind []string) string {
+			return ind[0] + "name: {{ printf \"%s" + ind[1] + "\" (include \"sidesync-injector.fullname\" .) | quote }}\n"
+		})
+		if strings.Contains(s, markServiceAccount) {
+			replace("serviceAccount", serviceAccountLine, func(ind []string) string {
+				return ind[0] + "name: {{ include \"sidesync-injector.serviceAccountName\" . | quote }}\n"
+			})
+		}
 	}
 	if m.namespace {
 		// The Service's namespace, and the injector's among the excluded namespaces' names:

@@ -105,6 +105,11 @@ func (ch Chart) Render(values map[string]any, namespace string) ([]map[string]an
 	if err != nil {
 		return nil, err
 	}
+	return decodeFiles(files)
+}
+
+// decodeFiles decodes rendered templates, by template file, then by place in the file.
+func decodeFiles(files map[string]string) ([]map[string]any, error) {
 	names := make([]string, 0, len(files))
 	for name := range files {
 		names = append(names, name)
@@ -119,6 +124,21 @@ func (ch Chart) Render(values map[string]any, namespace string) ([]map[string]an
 		objs = append(objs, docs...)
 	}
 	return objs, nil
+}
+
+// RenderOn is Render for a cluster of kubeVersion ("v1.33.13", its .Capabilities.KubeVersion),
+// as `helm template --kube-version` renders: the chart's kubeVersion and the choices that need a
+// newer Kubernetes than kubeVersion are refused.
+func (ch Chart) RenderOn(kubeVersion string, values map[string]any, namespace string) ([]map[string]any, error) {
+	dir, err := ch.Dir()
+	if err != nil {
+		return nil, err
+	}
+	files, err := renderDir(dir, string(ch), values, namespace, kubeVersion)
+	if err != nil {
+		return nil, err
+	}
+	return decodeFiles(files)
 }
 
 // RenderFiles renders the chart as Render does and returns each manifest template's output by

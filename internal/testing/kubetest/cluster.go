@@ -41,9 +41,22 @@ type Cluster struct {
 // answers 200. It builds nothing: when the binaries are not in BinDir it skips the test with a
 // message that names .ci/build-kube.sh (or fails it, if EnvRequired is set). Both processes are
 // stopped and their data removed by a t.Cleanup. Each call starts a separate cluster.
-func Start(t testing.TB) *Cluster {
+func Start(t testing.TB) *Cluster { return StartWith(t, Options{}) }
+
+// Options are what StartWith may change about the cluster.
+type Options struct {
+	// Version is the Kubernetes release of the API server, one of Versions: "1.33" is the
+	// oldest release sidesync supports (in BinDir()/1.33, beside the etcd of the newest). ""
+	// is Newest.
+	Version string
+}
+
+// StartWith is Start with options: StartWith(t, Options{Version: "1.33"}) runs the oldest
+// supported release's API server. It skips (or fails, with EnvRequired) when that release's
+// binary is missing, and fails when the binary serves another release (a stale build).
+func StartWith(t testing.TB, o Options) *Cluster {
 	t.Helper()
-	apiserverBin, etcdBin := findBinaries(t)
+	apiserverBin, etcdBin := findBinaries(t, o.Version)
 	c := newCluster(t)
 	if err := c.writeFiles(); err != nil {
 		t.Fatalf("kubetest: %v", err)
@@ -61,33 +74,48 @@ func Start(t testing.TB) *Cluster {
 	c.startAPIServer(t, apiserverBin, etcdURL, deadline)
 
 	c.Version = c.readVersion(t)
+	if want := versionOrNewest(o.Version); !strings.HasPrefix(c.Version, "v"+want+".") {
+		t.Fatalf("kubetest: %s serves %s, not %s: rebuild it with `bash .ci/build-kube.sh`", apiserverBin, c.Version, want)
+	}
 	t.Logf("kubetest: kube-apiserver %s ready at %s after %s", c.Version, c.URL,
 		time.Since(begin).Round(time.Millisecond))
 	return c
 }
 
-// findBinaries returns the paths of kube-apiserver and etcd in BinDir. It skips the test when
-// either is missing or not executable, or fails it when EnvRequired is set, so that a CI run
-// which built them cannot skip silently.
-func findBinaries(t testing.TB) (apiserverBin, etcdBin string) {
+// findBinaries returns the paths of the API server of version ("": Newest) and of etcd in
+// BinDir. It skips the test when either is missing or not executable, or fails it when
+// EnvRequired is set, so that a CI run which built them cannot skip silently.
+func findBinaries(t testing.TB, version string) (apiserverBin, etcdBin string) {
 	t.Helper()
 	bin := BinDir()
-	apiserverBin = filepath.Join(bin, "kube-apiserver")
+	dir, err := versionDir(bin, version)
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	apiserverBin = filepath.Join(dir, "kube-apiserver")
 	etcdBin = filepath.Join(bin, "etcd")
 	for _, p := range []string{apiserverBin, etcdBin} {
 		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 			msg := fmt.Sprintf("kubetest: no %s in %s: build kube-apiserver and etcd with `bash .ci/build-kube.sh` (or set %s)",
-				filepath.Base(p), bin, EnvBinDir)
+				filepath.Base(p), filepath.Dir(p), EnvBinDir)
 			if r := os.Getenv(EnvRequired); r != "" && r != "0" {
 				t.Fatalf("%s; %s is set, so this is a failure", msg, EnvRequired)
 			}
 			t.Skip(msg)
 		}
 	}
-	if stamp, err := os.ReadFile(filepath.Join(bin, "stamp")); err == nil {
-		t.Logf("kubetest: binaries in %s: %s", bin, strings.TrimSpace(string(stamp)))
+	logStamp(t, bin)
+	if dir != bin {
+		logStamp(t, dir)
 	}
 	return apiserverBin, etcdBin
+}
+
+// logStamp logs the stamp of the binaries in dir (what .ci/build-kube.sh built), if any.
+func logStamp(t testing.TB, dir string) {
+	if stamp, err := os.ReadFile(filepath.Join(dir, "stamp")); err == nil {
+		t.Logf("kubetest: binaries in %s: %s", dir, strings.TrimSpace(string(stamp)))
+	}
 }
 
 // newCluster makes the cluster's temporary directory and registers the cleanup that tears the

@@ -15,6 +15,7 @@
 package kubetest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -58,6 +59,40 @@ const (
 	pollInterval = 100 * time.Millisecond
 	startTries   = 5 // fresh ports after a bind failure
 )
+
+// The Kubernetes releases whose API servers the tests run.
+const (
+	// Newest is the release of the whole control plane and node in BinDir (.ci/build-kube.sh's
+	// KUBE_VERSION).
+	Newest = "1.37"
+	// Oldest is the oldest release sidesync supports (kubeversion.Oldest), whose API server alone
+	// .ci/build-kube.sh builds into BinDir()/1.33 (its OLDEST_KUBE_VERSION).
+	Oldest = "1.33"
+)
+
+// Versions are the releases a test of what each supported Kubernetes stores runs on, oldest
+// first: one API server of each (StartWith).
+var Versions = []string{Oldest, Newest}
+
+// versionOrNewest is v, or Newest for "".
+func versionOrNewest(v string) string {
+	if v == "" {
+		return Newest
+	}
+	return v
+}
+
+// versionDir is the directory in bin of the API server of version ("": Newest): bin itself for
+// Newest, bin/1.33 for Oldest.
+func versionDir(bin, version string) (string, error) {
+	switch versionOrNewest(version) {
+	case Newest:
+		return bin, nil
+	case Oldest:
+		return filepath.Join(bin, Oldest), nil
+	}
+	return "", fmt.Errorf("no Kubernetes %q: the API servers built are %q", version, Versions)
+}
 
 // BinDir returns the directory where Start looks for kube-apiserver and etcd.
 func BinDir() string {

@@ -11,11 +11,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sidesync/sidesync/internal/cluster/kubeversion"
 	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
@@ -171,6 +174,53 @@ func TestSkipWithoutBinaries(t *testing.T) {
 	<-done
 	if !rec.skipped || !strings.Contains(rec.msg, ".ci/build-kube.sh") {
 		t.Errorf("skipped=%v msg=%q, want a skip that names .ci/build-kube.sh", rec.skipped, rec.msg)
+	}
+}
+
+// TestSkipWithoutOldest checks that StartWith skips, naming the build script, when the oldest
+// release's API server is absent, although the newest's binaries are there.
+func TestSkipWithoutOldest(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"kube-apiserver", "etcd"} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(kubetest.EnvBinDir, dir)
+	t.Setenv(kubetest.EnvRequired, "")
+	rec := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		kubetest.StartWith(rec, kubetest.Options{Version: kubetest.Oldest})
+		t.Error("StartWith returned without the oldest release's binary")
+	}()
+	<-done
+	if want := filepath.Join(dir, kubetest.Oldest); !rec.skipped || !strings.Contains(rec.msg, ".ci/build-kube.sh") || !strings.Contains(rec.msg, want) {
+		t.Errorf("skipped=%v msg=%q, want a skip that names .ci/build-kube.sh and %s", rec.skipped, rec.msg, want)
+	}
+}
+
+// TestVersionsPinned checks that the releases the tests run are those .ci/build-kube.sh builds,
+// and that the oldest is the oldest sidesync supports (kubeversion.Oldest).
+func TestVersionsPinned(t *testing.T) {
+	script, err := os.ReadFile(filepath.Join("..", "..", "..", ".ci", "build-kube.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pin := range []struct{ variable, minor string }{
+		{"KUBE_VERSION", kubetest.Newest},
+		{"OLDEST_KUBE_VERSION", kubetest.Oldest},
+	} {
+		if !strings.Contains(string(script), "\n"+pin.variable+"=v"+pin.minor+".") {
+			t.Errorf(".ci/build-kube.sh pins no %s=v%s.N", pin.variable, pin.minor)
+		}
+	}
+	if got, want := kubetest.Oldest, kubeversion.Oldest.String(); got != want {
+		t.Errorf("kubetest.Oldest is %s, kubeversion.Oldest %s", got, want)
+	}
+	if got, want := kubetest.Versions, []string{kubetest.Oldest, kubetest.Newest}; !slices.Equal(got, want) {
+		t.Errorf("Versions %q, want %q", got, want)
 	}
 }
 
