@@ -21,6 +21,7 @@ import (
 
 	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/cluster/inject/resolve"
+	"github.com/sidesync/sidesync/internal/cluster/kubeversion"
 	stream "github.com/sidesync/sidesync/internal/cluster/stream"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
@@ -57,6 +58,17 @@ Flags:
                         sidesync's own detection of sidecars off.
   --containers NAMES    wrap only these app containers (comma-separated); the others are left,
                         with a warning: the sidecars are told to quit when the wrapped ones end
+  --native MODE         auto (default), always or never: turn the classic sidecars the manifest
+                        holds into native sidecars where the catalog knows how (an init container
+                        with restartPolicy Always and a startup probe: the Cloud SQL Auth Proxy,
+                        its health check turned on), and ask the meshes the pod requests for
+                        native sidecars with their own annotations; a pod left with no classic
+                        sidecar is not wrapped. auto does it when --kube-version (or, without
+                        it, 1.33, the oldest Kubernetes sidesync supports, said on stderr) runs
+                        native sidecars by default (1.29+); never injects as before
+  --kube-version V      the oldest Kubernetes the output must run on (1.33, v1.34.2): decides
+                        --native auto, and a feature it lacks (image volumes before 1.35,
+                        native sidecars before 1.29) is refused, naming the version
   --force               wrap a pod whose sidecars are all native with startup probes
   --delivery MODE       init-copy (default: an init container copies the binary into an
                         emptyDir) or image-volume (Kubernetes >= 1.35: the image is mounted)
@@ -73,10 +85,15 @@ Flags:
                         out) is an error, exit 2 naming the image and its containers, and nothing
                         is written; without it, a warning, and its containers are left unwrapped
 
+After the objects, one line on stderr says which Kubernetes the output needs (native sidecars,
+image volumes, container restart rules).
+
 Exit codes: 0 done (warnings on stderr), 2 bad flags or input (a field of the wrong type, two
 containers of one name, a volume, mount or container that bears a name sidesync owns but that
-inject did not add), or with --strict an image that could not be read (nothing written), 1 the
-output could not be written.
+inject did not add), a feature --kube-version lacks, or with --strict an image that could not be
+read (nothing written), 1 the output could not be written, 3 written, but a Job's pod still never
+completes: a classic sidecar that nothing can tell to quit is left (stderr says which and why;
+--native is the fix where the catalog can convert it).
 `
 
 // injectConfig is inject's command line, checked.
@@ -87,6 +104,11 @@ type injectConfig struct {
 	platforms []v1.Platform
 	timeout   time.Duration
 	strict    bool // with resolve: an image that cannot be read is an error
+	// kube is the oldest Kubernetes the output must run on: --kube-version, else kubeversion.Oldest
+	// (kubeGiven false).
+	kube      kubeversion.Version
+	kubeGiven bool
+	native    inject.NativeMode
 }
 
 // runInject is "kubectl sidesync inject": read, resolve, inject, write; nothing is written to
@@ -100,6 +122,9 @@ func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, std
 	if err != nil {
 		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n\nRun 'kubectl sidesync inject --help' for the flags.\n", err)
 		return 2
+	}
+	if cfg.native == inject.NativeAuto && !cfg.kubeGiven {
+		fmt.Fprintf(stderr, "kubectl sidesync inject: --native auto without --kube-version: assuming Kubernetes %s, the oldest sidesync supports, whose kubelets run native sidecars\n", kubeversion.Oldest)
 	}
 	inputs, err := readInjectInputs(cfg.files, stdin)
 	if err != nil {
@@ -120,6 +145,9 @@ func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, std
 		reports = append(reports, r)
 		return out, nil
 	})
+	if err == nil {
+		err = checkNeeds(cfg, reports)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n", err)
 		return 2
@@ -128,13 +156,63 @@ func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "kubectl sidesync inject: writing the result: %v\n", err)
 		return 1
 	}
+	return injectSummary(stderr, reports)
+}
+
+// injectSummary writes the reports to stderr, then the Kubernetes the output needs, and returns
+// the exit code: 3 when a Job's pod still never completes.
+func injectSummary(stderr io.Writer, reports []inject.Report) int {
+	code, injected := 0, false
+	var fs []kubeversion.Feature
 	for _, r := range reports {
 		fmt.Fprintln(stderr, r)
 		for _, w := range r.Warnings {
 			fmt.Fprintf(stderr, "%s: warning: %s\n", r.Object, w)
 		}
+		for _, u := range r.Unfixed {
+			fmt.Fprintf(stderr, "%s: nothing fixed: %s\n", r.Object, u)
+			code = 3
+		}
+		injected = injected || r.Injected
+		for _, f := range r.Needs {
+			if !slices.Contains(fs, f) {
+				fs = append(fs, f)
+			}
+		}
 	}
-	return 0
+	if injected {
+		fmt.Fprintln(stderr, "kubectl sidesync inject: "+needsLine(fs))
+	}
+	return code
+}
+
+// needsLine says which Kubernetes the output needs, and for what.
+func needsLine(fs []kubeversion.Feature) string {
+	v := kubeversion.Needs(fs...)
+	var why []string
+	for _, f := range fs {
+		why = append(why, f.Name+" "+f.Since.String())
+	}
+	if len(why) == 0 {
+		return "the output needs Kubernetes " + v.String() + " or newer (the oldest sidesync supports)"
+	}
+	return "the output needs Kubernetes " + v.String() + " or newer (the oldest sidesync supports; " + strings.Join(why, ", ") + ")"
+}
+
+// checkNeeds refuses, with --kube-version, output that uses a feature that version lacks.
+func checkNeeds(cfg injectConfig, reports []inject.Report) error {
+	if !cfg.kubeGiven {
+		return nil
+	}
+	var errs []error
+	for _, r := range reports {
+		for _, f := range r.Needs {
+			if err := f.Check(cfg.kube); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", r.Object, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // input is one manifest file read whole.
@@ -278,6 +356,7 @@ func parseInjectFlags(args []string, build buildinfo.Info) (injectConfig, error)
 	fs.Func("platform", "", func(s string) error { platforms = append(platforms, strings.Split(s, ",")...); return nil })
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "")
 	fs.BoolVar(&cfg.strict, "strict", false, "")
+	native, kube := fs.String("native", string(inject.NativeAuto), ""), fs.String("kube-version", "", "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -292,6 +371,7 @@ func parseInjectFlags(args []string, build buildinfo.Info) (injectConfig, error)
 		cfg.opts.Containers = strings.Split(containers, ",")
 	}
 	cfg.opts.Delivery, cfg.opts.Version = inject.Delivery(delivery), build.Version
+	errs = append(errs, checkNativeFlags(&cfg, *native, *kube)...)
 	errs = append(errs, checkInjectFlags(&cfg, build, platforms)...)
 	return cfg, errors.Join(errs...)
 }

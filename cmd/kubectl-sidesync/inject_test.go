@@ -53,20 +53,31 @@ data: {a: "1"}
 
 const injectImage = "--image=ghcr.io/sidesync/sidesync:v9.9.9"
 
+// The lines inject writes on stderr around its reports: --native auto without --kube-version,
+// and the Kubernetes the output needs.
+const (
+	autoNote    = "kubectl sidesync inject: --native auto without --kube-version: assuming Kubernetes 1.33, the oldest sidesync supports, whose kubelets run native sidecars\n"
+	needsOldest = "kubectl sidesync inject: the output needs Kubernetes 1.33 or newer (the oldest sidesync supports)\n"
+	needsNative = "kubectl sidesync inject: the output needs Kubernetes 1.33 or newer (the oldest sidesync supports; native sidecars (init containers with restartPolicy: Always) 1.29)\n"
+)
+
 // TestInjectCommand runs the command line end to end: exit codes, stdout, the summary on stderr.
 func TestInjectCommand(t *testing.T) {
 	code, stdout, stderr := injectRun(t, injectJob, injectImage)
 	if code != 0 {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
-	want := "Job/report: wrapped job (init-copy); left istio-proxy (a known sidecar: istio), cloud-sql-proxy (a known sidecar: cloudsql)\n" +
-		"ConfigMap/settings: passed through (kind ConfigMap v1 is not injected: only Pods, Jobs and CronJobs are)\n"
+	want := autoNote +
+		"Job/report: made native cloud-sql-proxy (startup probe GET :9090/startup); wrapped job (init-copy); left istio-proxy (a known sidecar: istio; " +
+		"not made native: added by Istio's injector, which makes it native itself when the pod asks with sidecar.istio.io/nativeSidecar: \"true\")\n" +
+		"ConfigMap/settings: passed through (kind ConfigMap v1 is not injected: only Pods, Jobs and CronJobs are)\n" + needsNative
 	if diff := cmp.Diff(want, stderr); diff != "" {
 		t.Errorf("stderr (-want +got):\n%s", diff)
 	}
 	for _, piece := range []string{
 		"command: [/sidesync/bin/sidesync]\n        args: [--pod-info=/sidesync/podinfo, --, python, job.py, --date=$(DATE)]\n",
-		"sidesync.io/found-sidecars: istio,cloudsql\n",
+		"sidesync.io/found-sidecars: cloudsql:native=true,startup-probe=true,istio\n",
+		"        restartPolicy: Always\n        startupProbe:\n",
 		"image: ghcr.io/sidesync/sidesync:v9.9.9\n",
 		"\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: \"1\"}\n", // as it was, to the byte
 	} {
@@ -79,7 +90,7 @@ func TestInjectCommand(t *testing.T) {
 	if diff := cmp.Diff(stdout, again); diff != "" || code != 0 {
 		t.Errorf("second inject: exit %d, stdout (-first +second):\n%s", code, diff)
 	}
-	if !strings.HasPrefix(stderr, "Job/report: unchanged: job already wrapped (init-copy); left") {
+	if !strings.HasPrefix(stderr, autoNote+"Job/report: unchanged: job already wrapped (init-copy); left") {
 		t.Errorf("second inject's summary: %s", stderr)
 	}
 }
@@ -97,7 +108,7 @@ func TestInjectFormats(t *testing.T) {
 	}
 	list := "apiVersion: v1\nkind: List\nitems:\n- " + pod + "\n- {apiVersion: v1, kind: Service, metadata: {name: s}}\n"
 	code, stdout, stderr = injectRun(t, list, "--filename=-", injectImage)
-	want := "Pod/p: wrapped a (init-copy)\nService/s: passed through (kind Service v1 is not injected: only Pods, Jobs and CronJobs are)\n"
+	want := autoNote + "Pod/p: wrapped a (init-copy)\nService/s: passed through (kind Service v1 is not injected: only Pods, Jobs and CronJobs are)\n" + needsOldest
 	if code != 0 || stderr != want || strings.Count(stdout, "/sidesync/bin/sidesync") != 1 {
 		t.Errorf("List: exit %d, stderr %q\nstdout:\n%s", code, stderr, stdout)
 	}
@@ -174,7 +185,7 @@ func TestInjectSeveralFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := injectRun(t, "", "-f", a, "--filename", b, injectImage)
-	if code != 0 || stderr != "Pod/a: wrapped app (init-copy)\nPod/b: wrapped app (init-copy)\nConfigMap/c: passed through (kind ConfigMap v1 is not injected: only Pods, Jobs and CronJobs are)\n" {
+	if code != 0 || stderr != autoNote+"Pod/a: wrapped app (init-copy)\nPod/b: wrapped app (init-copy)\nConfigMap/c: passed through (kind ConfigMap v1 is not injected: only Pods, Jobs and CronJobs are)\n"+needsOldest {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 	docs, _, err := stream.Read(strings.NewReader(stdout))

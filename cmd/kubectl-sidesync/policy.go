@@ -26,10 +26,12 @@ Prints sidesync's webhook-less injector and its backstop as YAML, for kubectl ap
     CEL, without a webhook: pods labelled ` + admission.InjectLabel + `=` + admission.Enabled + ` (failing closed),
     and the pods of namespaces labelled so (failing open);
   - a ValidatingAdmissionPolicy with its bindings that warns (and records in the audit log) when
-    a selected pod is created without sidesync; it never denies.
+    a selected pod is created without sidesync, with the reason when the policy left it alone;
+    it never denies.
 
 A pod whose apps do not all have a command is left as it is (the policy cannot read an image's
-ENTRYPOINT); see docs/POLICY.md for what the policy cannot do that the webhook does.
+ENTRYPOINT), with the annotation ` + admission.SkippedAnnotation + ` saying why; see docs/POLICY.md for
+what the policy cannot do that the webhook does.
 
 Flags:
   --image REF        the sidesync image (default: this release's, ` + buildinfo.ImageRepository + `:VERSION;
@@ -37,7 +39,8 @@ Flags:
   --delivery MODE    init-copy (default) or image-volume (Kubernetes >= 1.35)
   --namespace NS     a namespace never selected, besides kube-system, kube-public and
                      kube-node-lease (the webhook's own, if one runs too)
-  --backstop-only    print only the ValidatingAdmissionPolicy and its bindings (beside the webhook)
+  --backstop-only    print only the ValidatingAdmissionPolicy and its bindings, for beside the
+                     webhook (its warning then speaks of the injector, as the chart's does)
 
 Exit codes: 0 printed, 2 bad flags (nothing written), 1 the output could not be written.
 `
@@ -54,6 +57,12 @@ func runPolicy(args []string, build buildinfo.Info, stdout, stderr io.Writer) in
 		return 2
 	}
 	var objs []any
+	// The backstop's warning is the truth of the install: beside the webhook (--backstop-only)
+	// an injector may be down; without it, the policy wraps and no injector exists.
+	by := admission.ByPolicy
+	if backstopOnly {
+		by = admission.ByWebhook
+	}
 	if !backstopOnly {
 		policies, bindings, err := admission.Policy(o)
 		if err != nil {
@@ -64,7 +73,7 @@ func runPolicy(args []string, build buildinfo.Info, stdout, stderr io.Writer) in
 			objs = append(objs, policies[i], bindings[i])
 		}
 	}
-	vap, vapBindings := admission.Backstop(admission.Options{Namespace: o.Namespace})
+	vap, vapBindings := admission.Backstop(admission.Options{Namespace: o.Namespace}, by)
 	objs = append(objs, vap)
 	for _, b := range vapBindings {
 		objs = append(objs, b)

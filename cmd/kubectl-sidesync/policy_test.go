@@ -32,7 +32,8 @@ func TestPolicyFlags(t *testing.T) {
 }
 
 // TestPolicyOutput: the documents, in order, of kinds kubectl applies; the release's image by
-// default; --backstop-only prints the backstop alone; --namespace is excluded everywhere.
+// default; --backstop-only prints the backstop alone, whose warning names the webhook; --namespace
+// is excluded everywhere.
 func TestPolicyOutput(t *testing.T) {
 	for _, tt := range []struct {
 		args         []string
@@ -74,6 +75,11 @@ func TestPolicyOutput(t *testing.T) {
 		}
 		if !tt.backstopOnly && !strings.Contains(s, "ghcr.io/sidesync/sidesync:v1.2.3") {
 			t.Errorf("%q: the release image is not in the policy", tt.args)
+		}
+		// The backstop's warning is true of the install: an injector to wait for only beside
+		// the webhook (--backstop-only).
+		if waits := strings.Contains(s, "once the injector runs"); waits != tt.backstopOnly {
+			t.Errorf("%q: the backstop tells the user to wait for the injector: %v, want %v", tt.args, waits, tt.backstopOnly)
 		}
 	}
 }

@@ -47,6 +47,7 @@ type config struct {
 	namespace           string
 	kubeconfig          string
 	inject              inject.Options
+	native              inject.NativeMode // inject.Native per pod: as given, or (auto) from the nodes
 	resolve             bool
 	registry            registryOptions // with resolve
 	maxInFlight         int
@@ -75,6 +76,7 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: the pod's service account (in-cluster)")
 	fs.StringVar(&c.inject.Image, "image", "", "the sidesync image put into pods (default: this release's)")
 	delivery := fs.String("delivery", string(inject.InitCopy), "how the binary gets into pods: init-copy or image-volume")
+	native := fs.String("native", string(inject.NativeAuto), "make the pods' sidecars native: always, never, or auto (where every node that can run the pod runs a kubelet with native sidecars; reads the Node objects)")
 	fs.BoolVar(&c.resolve, "resolve", false, "read the ENTRYPOINT of command-less apps' images from their registries (needs the pods' pull secrets)")
 	platforms := fs.String("platforms", "", "with --resolve: the platforms of multi-platform images read, comma-separated (linux/amd64,linux/arm64); empty: every linux platform")
 	allow := fs.String("registry-allow", "", "with --resolve: address ranges (CIDR, comma-separated) of registries the injector may connect to although loopback, link-local, private or multicast")
@@ -99,6 +101,9 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 	c.inject.Delivery, c.inject.Version = inject.Delivery(*delivery), build.Version
 	var errs []error
 	var err error
+	if c.native, err = inject.ParseNativeMode(*native); err != nil {
+		errs = append(errs, fmt.Errorf("--native %w", err))
+	}
 	if c.registry.platforms, err = parsePlatforms(*platforms); err != nil {
 		errs = append(errs, err)
 	}
@@ -168,8 +173,18 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := admission.NewMetrics(reg)
+	chooser := &admission.NativeChooser{Mode: c.native}
+	nodesSettled := func() bool { return true }
+	if c.native == inject.NativeAuto {
+		nodes, err := newNodeCache(ctx, kube.client, log)
+		if err != nil {
+			log.Error("node cache", "err", err)
+			return 1
+		}
+		chooser.Nodes, nodesSettled = nodes.nodes, nodes.settled
+	}
 	srv := &admission.Server{
-		Mutator: &admission.Mutator{Inject: c.inject, Namespace: c.namespace, Record: kube.record},
+		Mutator: &admission.Mutator{Inject: c.inject, Native: chooser, Namespace: c.namespace, Record: kube.record},
 		Warner:  &admission.Warner{Inject: c.inject, Namespace: c.namespace, Namespaces: kube.namespace},
 		Metrics: metrics, Log: log, Slots: make(chan struct{}, c.maxInFlight),
 	}
@@ -181,7 +196,7 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 	probes := http.NewServeMux()
 	probes.HandleFunc("GET "+admission.HealthzPath, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	probes.HandleFunc("GET "+admission.ReadyzPath, func(w http.ResponseWriter, _ *http.Request) {
-		if !rd.ok.Load() || !kube.synced() {
+		if !rd.ok.Load() || !kube.synced() || !nodesSettled() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
@@ -208,7 +223,7 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 	go func() { errc <- probe.Serve(pl) }()
 	rd.ok.Store(true)
 	log.Info("serving", "version", build.Version, "webhook", wl.Addr().String(), "probes", pl.Addr().String(),
-		"image", c.inject.Image, "delivery", string(c.inject.Delivery), "resolve", c.resolve, "namespace", c.namespace)
+		"image", c.inject.Image, "delivery", string(c.inject.Delivery), "native", string(c.native), "resolve", c.resolve, "namespace", c.namespace)
 	if started != nil {
 		started(wl.Addr().String(), pl.Addr().String())
 	}

@@ -48,7 +48,10 @@ type Recorder func(namespace string, owner metav1.OwnerReference, reason, messag
 
 // Mutator answers the pod webhook.
 type Mutator struct {
-	Inject   inject.Options
+	Inject inject.Options
+	// Native chooses Inject.Native per pod, recorded in NativeAnnotation; nil: Inject.Native as
+	// it is, unrecorded.
+	Native   *NativeChooser
 	Resolver Resolver // nil: no registry lookups
 	Record   Recorder // nil: no Events
 	// Namespace is the injector's own: never mutated.
@@ -62,8 +65,9 @@ type Result struct {
 	Reason   string // for Skipped, Denied: one of the Reason constants
 	Message  string // for the log
 	Ops      int
-	Lookups  int    // images read from a registry
-	Name     string // the object's name for the log ("" when not read): a pod at creation often has only a generateName, "report-*"
+	Lookups  int           // images read from a registry
+	Name     string        // the object's name for the log ("" when not read): a pod at creation often has only a generateName, "report-*"
+	Native   *NativeChoice // nil when the Mutator has no NativeChooser, or the pod was not considered
 }
 
 // Mutate answers one AdmissionRequest for a pod. It never fails: a request it cannot read is
@@ -91,10 +95,18 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 		res.Outcome, res.Reason, res.Message = Skipped, ReasonExcluded, why
 		return res
 	}
+	opts := m.Inject
+	// Native here converts the sidecars the pod holds; it must not ask meshes for native sidecars
+	// by their annotations: their webhooks have run before this one and never see what it adds
+	// (docs/KUBERNETES.md 9).
+	if m.Native != nil {
+		choice := m.Native.Choose(pod.obj)
+		opts.Native, res.Native = choice.Native, &choice
+	}
 	var eps inject.Entrypoints
 	var lookupErrs map[string]error
 	if m.Resolver != nil {
-		images, err := inject.Images(pod.obj, manifest.TypeMeta{APIVersion: "v1", Kind: "Pod"}, m.Inject)
+		images, err := inject.Images(pod.obj, manifest.TypeMeta{APIVersion: "v1", Kind: "Pod"}, opts)
 		if err == nil && len(images) > 0 {
 			eps, lookupErrs = m.Resolver.Resolve(ctx, req.Namespace, pod.PullSecrets, pod.ServiceAccount, images)
 			res.Lookups = len(images)
@@ -104,13 +116,17 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 		res.Outcome, res.Message = Errored, "the request's time ran out: "+err.Error()
 		return res
 	}
-	ops, r, err := inject.PatchObject(pod.obj, manifest.TypeMeta{APIVersion: "v1", Kind: "Pod"}, m.Inject, eps)
+	ops, r, err := inject.PatchObject(pod.obj, manifest.TypeMeta{APIVersion: "v1", Kind: "Pod"}, opts, eps)
 	switch {
 	case err != nil:
 		return m.skip(req, pod, explicit, res, ReasonInvalid, err.Error())
 	case len(ops) > 0:
 		if _, had := pod.Annotations[SkippedAnnotation]; had {
 			ops = append(ops, inject.Op{Op: "remove", Path: "/metadata/annotations/" + inject.EscapePointer(SkippedAnnotation)})
+		}
+		if res.Native != nil && pod.Annotations[NativeAnnotation] != res.Native.Annotation() {
+			// inject's ops have written its own annotations: the map is there.
+			ops = append(ops, inject.Op{Op: "add", Path: "/metadata/annotations/" + inject.EscapePointer(NativeAnnotation), Value: res.Native.Annotation()})
 		}
 		return patched(res, ops, fmt.Sprintf("wrapped %s", strings.Join(slices.Concat(r.Wrapped, r.Updated), ",")))
 	case r.Reason != "" && r.Injected:
@@ -148,15 +164,26 @@ func (m *Mutator) skip(req *admissionv1.AdmissionRequest, pod *podInfo, deny boo
 		return res
 	}
 	res.Outcome = Skipped
-	value := reason + ": " + message
-	if pod.Annotations[SkippedAnnotation] == value {
-		return res // annotated at an earlier invocation
+	want := map[string]string{SkippedAnnotation: reason + ": " + message}
+	if res.Native != nil {
+		want[NativeAnnotation] = res.Native.Annotation()
 	}
 	var ops []inject.Op
-	if pod.hasAnnotations {
-		ops = []inject.Op{{Op: "add", Path: "/metadata/annotations/" + inject.EscapePointer(SkippedAnnotation), Value: value}}
+	if !pod.hasAnnotations {
+		all := map[string]any{}
+		for k, v := range want {
+			all[k] = v
+		}
+		ops = []inject.Op{{Op: "add", Path: "/metadata/annotations", Value: all}}
 	} else {
-		ops = []inject.Op{{Op: "add", Path: "/metadata/annotations", Value: map[string]any{SkippedAnnotation: value}}}
+		for _, k := range []string{SkippedAnnotation, NativeAnnotation} {
+			if v, ok := want[k]; ok && pod.Annotations[k] != v {
+				ops = append(ops, inject.Op{Op: "add", Path: "/metadata/annotations/" + inject.EscapePointer(k), Value: v})
+			}
+		}
+	}
+	if len(ops) == 0 {
+		return res // annotated at an earlier invocation
 	}
 	res.Ops = len(ops)
 	res.Response.Patch = mustJSON(ops)

@@ -17,6 +17,10 @@ const (
 	// SkippedAnnotation is written on a selected pod that the webhook admitted unwrapped, with the
 	// reason (a registry that did not answer in time, an app without a command).
 	SkippedAnnotation = "sidesync.io/skipped"
+	// NativeAnnotation is written by the webhook on a pod it wraps or skips: whether it asked
+	// inject for native sidecars, and why ("classic (auto): node n1 ... runs no kubelet of 1.29
+	// or newer"; NativeChoice.Annotation).
+	NativeAnnotation = "sidesync.io/native"
 	// MirrorAnnotation marks a static pod's mirror, which the API server lets nobody change.
 	MirrorAnnotation = "kubernetes.io/config.mirror"
 	// NamespaceNameLabel is the label the API server sets on every namespace to its name.

@@ -96,14 +96,52 @@ func podCreates() *admissionregistrationv1.MatchResources {
 	}
 }
 
+// Injector is what wraps the pods that the backstop watches: its warning says what to do when
+// a pod was admitted unwrapped, which depends on the install.
+type Injector int
+
+const (
+	// ByWebhook is the sidesync injector, the webhook (the chart; kubectl sidesync policy
+	// --backstop-only beside it). It tells a skipped pod's Job why with an Event.
+	ByWebhook Injector = iota
+	// ByPolicy is the MutatingAdmissionPolicies of Policy, with no webhook (kubectl sidesync
+	// policy). No injector runs that could be waited for, and a policy sends no Events.
+	ByPolicy
+)
+
+// backstopCEL is the backstop's test of a selected pod (CEL, true when no warning is due) and
+// its warning (a messageExpression). Beside the webhook, a pod with SkippedAnnotation has had
+// its Event and is let be, and one with neither annotation met an injector that did not
+// answer. Without it, the skipped annotation is the only word the user gets, so the warning
+// quotes it (but for ReasonNotNeeded: nothing is wrong with such a pod), and a pod with
+// neither annotation met no policy: one not installed, not loaded yet, or whose evaluation
+// failed (the namespace-wide policy fails open).
+func (by Injector) backstopCEL() (admitted, message string) {
+	ann := "object.metadata.annotations"
+	has := func(key string) string { return q(key) + " in " + ann }
+	neither := fmt.Sprintf("%s (neither %s nor %s): its namespace or its own label %s=%s selects it, and ", BackstopMessage, contract.InjectedAnnotation, SkippedAnnotation, InjectLabel, Enabled)
+	optOut := fmt.Sprintf(", or label it %s=%s", InjectLabel, Disabled)
+	if by == ByWebhook {
+		return fmt.Sprintf("(has(%s) && (%s || %s))", ann, has(contract.InjectedAnnotation), has(SkippedAnnotation)),
+			q(neither + "the sidesync injector did not answer; recreate it once the injector runs" + optOut)
+	}
+	skipped := fmt.Sprintf("%s[%s]", ann, q(SkippedAnnotation))
+	return fmt.Sprintf("(has(%s) && (%s || (%s && %s.startsWith(%s))))", ann, has(contract.InjectedAnnotation), has(SkippedAnnotation), skipped, q(ReasonNotNeeded+":")),
+		fmt.Sprintf("has(%s) && %s ? %s + %s : %s", ann, has(SkippedAnnotation), q(BackstopMessage+", "+SkippedAnnotation+": "), skipped,
+			q(neither+"sidesync's MutatingAdmissionPolicy did not act on it (not installed, not loaded yet, or its evaluation failed); "+
+				"recreate it once `kubectl sidesync policy | kubectl apply -f -` is in place"+optOut))
+}
+
 // Backstop is the ValidatingAdmissionPolicy that warns (and records in the audit log) when a
 // pod that the webhooks select (its namespace's label InjectLabel=Enabled, or its own; the
 // webhooks' match conditions: not opted out, no mirror, no Windows pod, and what else each
-// webhook asks) is admitted with neither contract.InjectedAnnotation nor SkippedAnnotation: the
-// namespace webhook fails open, so a pod can be created unwrapped while the injector is down,
-// and the warning says so. It never denies. One binding per webhook, with its selectors; the
-// policy's expression tells which webhook's object selector and conditions apply.
-func Backstop(o Options) (*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+// webhook asks) is admitted unwrapped: with neither contract.InjectedAnnotation nor
+// SkippedAnnotation (the namespace webhook and policy fail open, so a pod can be created
+// unwrapped while the injector is down), and, where the policies of Policy wrap pods (by), with
+// SkippedAnnotation too. The warning says what to do for the install by names. It never denies.
+// One binding per webhook, with its selectors; the policy's expression tells which webhook's
+// object selector and conditions apply.
+func Backstop(o Options, by Injector) (*admissionregistrationv1.ValidatingAdmissionPolicy, []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	ignore := admissionregistrationv1.Ignore
 	sels := o.selections()
 	var conds []admissionregistrationv1.MatchCondition
@@ -130,6 +168,7 @@ func Backstop(o Options) (*admissionregistrationv1.ValidatingAdmissionPolicy, []
 		}
 		selected = append(selected, and(terms))
 	}
+	admitted, message := by.backstopCEL()
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: BackstopPolicy},
@@ -139,11 +178,9 @@ func Backstop(o Options) (*admissionregistrationv1.ValidatingAdmissionPolicy, []
 			MatchConditions:  conds,
 			Variables:        []admissionregistrationv1.Variable{{Name: "selected", Expression: or(selected)}},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf(`!variables.selected || (has(object.metadata.annotations) && (%s in object.metadata.annotations || %s in object.metadata.annotations))`,
-					q(contract.InjectedAnnotation), q(SkippedAnnotation)),
-				MessageExpression: fmt.Sprintf(`%s + " (neither %s nor %s): its namespace or its own label %s=%s selects it, and the sidesync injector did not answer; recreate it once the injector runs, or label it %s=%s"`,
-					q(BackstopMessage), contract.InjectedAnnotation, SkippedAnnotation, InjectLabel, Enabled, InjectLabel, Disabled),
-				Reason: ptr(metav1.StatusReasonInvalid),
+				Expression:        "!variables.selected || " + admitted,
+				MessageExpression: message,
+				Reason:            ptr(metav1.StatusReasonInvalid),
 			}},
 		},
 	}
@@ -186,7 +223,8 @@ type PolicyOptions struct {
 // app wrapped before (inject.WrappedCEL) or without a command (inject.HasCommandCEL), its variables
 // set by an app (inject.OwnedEnvCEL). The values (flags, volumes, mounts, the install container,
 // annotations) are read from what inject.Apply makes of a probe pod, so that they cannot drift from
-// inject's.
+// inject's. A selected pod it leaves alone gets SkippedAnnotation saying why, with the webhook's
+// reason where the webhook would skip it too (skipCEL).
 func Policy(o PolicyOptions) ([]*admissionregistrationv1.MutatingAdmissionPolicy, []*admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
 	spec, err := policySpec(o)
 	if err != nil {
@@ -292,6 +330,10 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
+	notNeeded, err := notNeededMessage(o)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
 	vars := []admissionregistrationv1.Variable{ // ann and lbl: what policyPod names
 		{Name: "ann", Expression: "has(object.metadata.annotations) ? object.metadata.annotations : {}"},
 		{Name: "lbl", Expression: "has(object.metadata.labels) ? object.metadata.labels : {}"},
@@ -318,6 +360,8 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 			"variables.apps.all(c, " + inject.HasCommandCEL("c") + " && !" + inject.WrappedCEL("c") + " && " +
 			"(!has(c.restartPolicyRules) || " + restart.PlainRulesCEL("c.restartPolicyRules") + ") && " +
 			"!(has(c.env) && c.env.exists(e, " + inject.OwnedEnvCEL("e") + ")))"},
+		// skip is why a pod left alone is, as the webhook's SkippedAnnotation says it (skipCEL).
+		{Name: "skip", Expression: skipCEL(notNeeded)},
 	}...)
 
 	// The API server hands the policy the pod's lists with what earlier admission plugins added
@@ -421,6 +465,11 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 		single("true", "add", annPath(contract.WrappedAnnotation), `variables.wrapped.join(",")`),
 		single("size(variables.found) > 0", "add", annPath(contract.FoundAnnotation), `variables.found.join(",")`),
 		single(fmt.Sprintf("size(variables.found) == 0 && %s in variables.ann", q(contract.FoundAnnotation)), "remove", annPath(contract.FoundAnnotation), ""),
+		// A pod wrapped now loses the skipped annotation of an earlier invocation, as the
+		// webhook removes it; one left alone gets it (skipCEL).
+		single(fmt.Sprintf("%s in variables.ann", q(SkippedAnnotation)), "remove", annPath(SkippedAnnotation), ""),
+		fmt.Sprintf(`[JSONPatch{op: "add", path: "/metadata/annotations", value: {%s: variables.skip}}].filter(x, variables.skip != "" && !has(object.metadata.annotations))`, q(SkippedAnnotation)),
+		fmt.Sprintf(`[JSONPatch{op: "add", path: %s, value: variables.skip}].filter(x, variables.skip != "" && has(object.metadata.annotations))`, annPath(SkippedAnnotation)),
 	)
 	// after each webhook's own match conditions (Policy)
 	conds := []admissionregistrationv1.MatchCondition{{

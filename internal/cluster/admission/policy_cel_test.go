@@ -1,10 +1,17 @@
 package admission
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/shared/contract"
@@ -90,4 +97,106 @@ func jsonCopy(t *testing.T, v map[string]any) map[string]any {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestPolicySkipsAsTheWebhook: the MutatingAdmissionPolicy's skip variable (the value of
+// SkippedAnnotation it writes), evaluated as the API server evaluates it, gives the webhook's
+// reason (Mutator without registry lookups) on every pod of the corpus, the examples, inject's
+// testdata and the synthetic pods below that the policy sees (not injected yet, not excluded):
+// the same reason where the webhook skips the pod, ReasonPolicyCannot or nothing where the
+// webhook wraps it (the policy wraps what it can, as TestPolicyVariablesAsInject checks), and
+// nothing where the webhook has nothing to change. Each reason is met at least once.
+func TestPolicySkipsAsTheWebhook(t *testing.T) {
+	env := celeval.For(t)
+	spec, err := policySpec(testPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := `{name: app, image: example/app:1, command: [/app]%s}`
+	synthetic := []string{
+		`spec: {containers: [` + fmt.Sprintf(app, "") + `], volumes: [{name: sidesync-bin, emptyDir: {}}]}`,
+		`spec: {containers: [` + fmt.Sprintf(app, "") + `, {name: b, image: example/b:1, volumeMounts: [{name: x, mountPath: /sidesync/x}]}]}`,
+		`spec: {containers: [{name: app, image: example/app:1, command: [` + contract.Binary + `], args: [--, /app]}]}`,
+		`spec: {containers: [` + fmt.Sprintf(app, ", env: [{name: SIDESYNC_RESTART_POLICY, value: Never}]") + `]}`,
+		`spec: {containers: [` + fmt.Sprintf(app, ", restartPolicyRules: [{action: Re-start, exitCodes: {operator: In, values: [1]}}]") + `]}`,
+		`spec: {containers: [` + fmt.Sprintf(app, "") + `], initContainers: [{name: native, image: example/native:1, restartPolicy: Always, startupProbe: {tcpSocket: {port: 1}}}]}`,
+		`spec: {containers: [{name: app, image: example/app:1}, {name: istio-proxy, image: istio/proxyv2, args: [proxy]}]}`,
+	}
+	m := &Mutator{Inject: inject.Options{Version: testPolicy.Version, Image: testPolicy.Image, Delivery: testPolicy.Delivery}}
+	met := map[string]int{}
+	for _, p := range celeval.WithSynthetic(t, synthetic) {
+		if _, injected := p.Vars()["ann"].(map[string]any)[contract.InjectedAnnotation]; injected {
+			continue // the policy's match condition not-injected
+		}
+		vars := map[string]any{}
+		for _, v := range spec.Variables {
+			got, err := env.Eval(v.Expression, p.Object, vars)
+			if err != nil {
+				t.Fatalf("%s: variable %s: %v", p.Name, v.Name, err)
+			}
+			vars[v.Name] = got
+		}
+		skip, _ := vars["skip"].(string)
+		got, _, _ := strings.Cut(skip, ": ")
+		pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": p.Object["metadata"], "spec": p.Object["spec"]}
+		raw, err := json.Marshal(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := m.Mutate(context.Background(), &admissionv1.AdmissionRequest{UID: "u", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Namespace: "jobs", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}})
+		var want []string // the reasons the policy may give
+		switch {
+		case res.Reason == ReasonExcluded || res.Outcome == Errored:
+			continue // the policy's match conditions, or a pod the API server refuses
+		case res.Outcome == Skipped || res.Outcome == Denied:
+			want = []string{res.Reason}
+		case res.Outcome == Wrapped:
+			want = []string{"", ReasonPolicyCannot}
+		default:
+			want = []string{""}
+		}
+		if !slices.Contains(want, got) {
+			t.Errorf("%s: the policy skips it with %q, want one of %q (the webhook: %s %s: %s)", p.Name, skip, want, res.Outcome, res.Reason, res.Message)
+		}
+		if got == ReasonNotNeeded && skip != ReasonNotNeeded+": "+res.Message {
+			t.Errorf("%s: the policy says %q, the webhook %q", p.Name, skip, ReasonNotNeeded+": "+res.Message)
+		}
+		if ok, _ := vars["ok"].(bool); ok != (skip == "" && res.Outcome == Wrapped) {
+			t.Errorf("%s: ok %v, skip %q, the webhook %s", p.Name, ok, skip, res.Outcome)
+		}
+		met[got]++
+	}
+	for _, r := range []string{ReasonInvalid, ReasonNoCommand, ReasonNotNeeded, ReasonPolicyCannot, ""} {
+		if met[r] == 0 {
+			t.Errorf("no pod skipped with %q: %v", r, met)
+		}
+	}
+	t.Logf("reasons: %v", met)
+}
+
+// TestPolicySkipReasonsDocumented: docs/POLICY.md's table of sidesync.io/skipped has a row for
+// every reason the policy writes, and no other.
+func TestPolicySkipReasonsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../../docs/POLICY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, _ := strings.Cut(string(doc), "| reason | when | the webhook |\n| --- | --- | --- |\n")
+	table, _, _ = strings.Cut(table, "\n\n")
+	var documented, written []string
+	for _, row := range strings.Split(table, "\n") {
+		reason, _, _ := strings.Cut(strings.TrimPrefix(row, "| `"), "`")
+		documented = append(documented, reason)
+	}
+	for _, c := range skipCases("") {
+		if c.reason != "" && !slices.Contains(written, c.reason) {
+			written = append(written, c.reason)
+		}
+	}
+	slices.Sort(documented)
+	slices.Sort(written)
+	if !slices.Equal(documented, written) {
+		t.Errorf("docs/POLICY.md documents the reasons %q; the policy writes %q", documented, written)
+	}
 }

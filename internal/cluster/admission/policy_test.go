@@ -247,6 +247,22 @@ func checkSame(t *testing.T, c *kubetest.Cluster, pod map[string]any, d inject.D
 	if err := json.Unmarshal(rExp.Body, &storedExp); err != nil {
 		t.Fatal(err)
 	}
+	// Where inject leaves the pod unchanged and says why, the policy records why, as the webhook
+	// does (which reason: TestPolicySkipsAsTheWebhook); nowhere else.
+	gotAnn, _ := storedGot["metadata"].(map[string]any)["annotations"].(map[string]any)
+	if _, skipped := gotAnn[SkippedAnnotation]; skipped != (r.Injected && r.Reason != "") {
+		t.Errorf("%s: the policy's %s: %q; inject's reason %q", r.Object, SkippedAnnotation, gotAnn[SkippedAnnotation], r.Reason)
+	}
+	// (An explicit pod is selected in "plain" too, where the policy records the same.)
+	for _, stored := range []map[string]any{storedGot, storedExp} {
+		meta := stored["metadata"].(map[string]any)
+		if ann, _ := meta["annotations"].(map[string]any); ann != nil {
+			delete(ann, SkippedAnnotation)
+			if len(ann) == 0 { // the policy added the annotations with the skipped one
+				delete(meta, "annotations")
+			}
+		}
+	}
 	got, exp := ownedParts(t, storedGot), ownedParts(t, storedExp)
 	if got != exp {
 		t.Errorf("%s: the policy's pod differs from inject's (%s)\n--- inject:\n%s\n--- policy:\n%s", r.Object, r, exp, got)
@@ -296,6 +312,11 @@ func TestPolicyCases(t *testing.T) {
 	t.Parallel()
 	c := startPolicy(t, inject.InitCopy)
 	c.CreateNamespaceLabelled(t, "kube-system-like", map[string]string{InjectLabel: Enabled})
+	backstop, backstopBindings := Backstop(Options{}, ByPolicy)
+	installObjects(t, c, backstop)
+	for _, b := range backstopBindings {
+		installObjects(t, c, b)
+	}
 
 	t.Run("50 containers", func(t *testing.T) {
 		var cs []map[string]any
@@ -321,11 +342,23 @@ func TestPolicyCases(t *testing.T) {
 		}
 	})
 
-	unchanged := func(t *testing.T, ns string, pod map[string]any) {
+	// unchanged creates pod in ns and checks that the policy changed nothing but
+	// SkippedAnnotation, which begins with skip (none when skip is "").
+	unchanged := func(t *testing.T, ns string, pod map[string]any, skip string) {
 		t.Helper()
 		stored := c.CreatePod(t, ns, pod)
-		if ann, _ := stored["metadata"].(map[string]any)["annotations"].(map[string]any); ann[contract.InjectedAnnotation] != nil {
+		ann, _ := stored["metadata"].(map[string]any)["annotations"].(map[string]any)
+		if ann[contract.InjectedAnnotation] != nil {
 			t.Errorf("%s/%s was injected: %v", ns, pod["metadata"].(map[string]any)["name"], ann)
+		}
+		if got, _ := ann[SkippedAnnotation].(string); skip == "" && got != "" || !strings.HasPrefix(got, skip) {
+			t.Errorf("%s/%s: %s %q, want %q...", ns, pod["metadata"].(map[string]any)["name"], SkippedAnnotation, got, skip)
+		} else if got != "" {
+			t.Logf("%s: %s", SkippedAnnotation, got)
+		}
+		delete(ann, SkippedAnnotation)
+		if len(ann) == 0 { // the policy added the annotations with the skipped one
+			delete(stored["metadata"].(map[string]any), "annotations")
 		}
 		ref := deepCopyJSON(t, pod)
 		ref["metadata"].(map[string]any)["name"] = pod["metadata"].(map[string]any)["name"].(string) + "-ref"
@@ -340,18 +373,63 @@ func TestPolicyCases(t *testing.T) {
 	}
 	noCommand := testApp("b")
 	delete(noCommand, "command")
+	wrappedBefore := testApp("a")
+	wrappedBefore["command"] = []any{contract.Binary}
+	ownsEnv := testApp("a")
+	ownsEnv["env"] = []any{map[string]any{"name": contract.Env(contract.FlagRestartPolicy), "value": "Never"}}
+	clash := testPod("u9", nil, nil, testApp("a"))
+	clash["spec"].(map[string]any)["volumes"] = []any{map[string]any{"name": contract.BinVolume, "emptyDir": map[string]any{}}}
 	for name, tc := range map[string]struct {
-		ns  string
-		pod map[string]any
+		ns   string
+		pod  map[string]any
+		skip string
 	}{
-		"unselected namespace":  {"plain", testPod("u1", nil, nil, testApp("a"))},
-		"opt-out label":         {"sel", testPod("u2", map[string]string{InjectLabel: Disabled}, nil, testApp("a"))},
-		"opt-out annotation":    {"sel", testPod("u3", nil, map[string]string{InjectLabel: OptOutAnnotationValue}, testApp("a"))},
-		"app without a command": {"sel", testPod("u4", nil, nil, testApp("a"), noCommand)},
-		"sidecars only":         {"sel", testPod("u5", nil, nil, map[string]any{"name": "istio-proxy", "image": "istio/proxyv2", "args": []any{"proxy"}})},
+		"unselected namespace":  {"plain", testPod("u1", nil, nil, testApp("a")), ""},
+		"opt-out label":         {"sel", testPod("u2", map[string]string{InjectLabel: Disabled}, nil, testApp("a")), ""},
+		"opt-out annotation":    {"sel", testPod("u3", nil, map[string]string{InjectLabel: OptOutAnnotationValue}, testApp("a")), ""},
+		"app without a command": {"sel", testPod("u4", nil, nil, testApp("a"), noCommand), ReasonNoCommand + ": container b has no command, so the ENTRYPOINT of its image example/app:1 decides what runs, which the admission policy cannot read"},
+		"sidecars only":         {"sel", testPod("u5", nil, nil, map[string]any{"name": "istio-proxy", "image": "istio/proxyv2", "args": []any{"proxy"}}), ""},
+		"wrapped before":        {"sel", testPod("u7", nil, map[string]string{"x": "y"}, wrappedBefore), ReasonPolicyCannot + ": container a runs " + contract.Binary},
+		"sets sidesync's env":   {"sel", testPod("u8", nil, nil, ownsEnv), ReasonPolicyCannot + ": container a sets " + contract.Env(contract.FlagRestartPolicy)},
+		"a name sidesync owns":  {"sel", clash, ReasonInvalid + ": "},
 	} {
-		t.Run(name, func(t *testing.T) { unchanged(t, tc.ns, tc.pod) })
+		t.Run(name, func(t *testing.T) { unchanged(t, tc.ns, tc.pod, tc.skip) })
 	}
+	t.Run("a pod wrapped loses an earlier skipped annotation", func(t *testing.T) {
+		// as at a reinvocation that finds the pod wrappable, or the webhook's
+		stored := c.CreatePod(t, "sel", testPod("was-skipped", nil, map[string]string{SkippedAnnotation: ReasonNoCommand + ": earlier"}, testApp("a")))
+		ann, _ := stored["metadata"].(map[string]any)["annotations"].(map[string]any)
+		if _, wrapped := ann[contract.InjectedAnnotation]; !wrapped || ann[SkippedAnnotation] != nil {
+			t.Errorf("annotations %v, want %s and no %s", ann, contract.InjectedAnnotation, SkippedAnnotation)
+		}
+	})
+	// Without a webhook, the skipped annotation is the user's only word: the backstop quotes
+	// it, and is silent for a pod wrapped, or whose sidecars need no sidesync.
+	t.Run("the backstop quotes the policy's reason", func(t *testing.T) {
+		warning := func(pod map[string]any) string {
+			r := c.Send(t, "POST", "/api/v1/namespaces/sel/pods?dryRun=All", pod)
+			if r.Code != 201 {
+				t.Fatalf("%d %s (the backstop must never deny)", r.Code, r.Body)
+			}
+			return strings.Join(r.Warnings, "\n")
+		}
+		deadline := time.Now().Add(3 * time.Minute)
+		want := BackstopMessage + ", " + SkippedAnnotation + ": " + ReasonNoCommand + ": container b has no command"
+		for w := warning(testPod("warned", nil, nil, testApp("a"), noCommand)); !strings.Contains(w, want); w = warning(testPod("warned", nil, nil, testApp("a"), noCommand)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no warning %q for a pod the policy left alone: %q", want, w)
+			}
+			time.Sleep(100 * time.Millisecond) // the API server loads policies and bindings asynchronously
+		}
+		native := testPod("native-only", nil, nil, testApp("a"))
+		native["spec"].(map[string]any)["initContainers"] = []any{map[string]any{"name": "proxy", "image": "example/proxy:1", "restartPolicy": "Always",
+			"startupProbe": map[string]any{"tcpSocket": map[string]any{"port": 1}}}}
+		for name, pod := range map[string]map[string]any{"wrapped": testPod("ok", nil, nil, testApp("a")), "not needed": native} {
+			if w := warning(pod); strings.Contains(w, BackstopMessage) {
+				t.Errorf("%s: warned %q", name, w)
+			}
+		}
+	})
 	t.Run("excluded namespace by its name label", func(t *testing.T) {
 		o := Options{Namespace: "kube-system-like"}
 		if got := o.excluded().Values; got[len(got)-1] != "kube-system-like" {
@@ -373,7 +451,7 @@ func TestPolicyCases(t *testing.T) {
 			t.Fatalf("labelling kube-system: %d", code)
 		}
 		c.CreateServiceAccount(t, "kube-system", "default")
-		unchanged(t, "kube-system", testPod("u6", map[string]string{InjectLabel: Enabled}, nil, testApp("a")))
+		unchanged(t, "kube-system", testPod("u6", map[string]string{InjectLabel: Enabled}, nil, testApp("a")), "")
 	})
 }
 
@@ -382,7 +460,7 @@ func TestPolicyCases(t *testing.T) {
 func TestBackstop(t *testing.T) {
 	t.Parallel()
 	c := kubetest.Start(t)
-	policy, bindings := Backstop(Options{})
+	policy, bindings := Backstop(Options{}, ByWebhook)
 	installObjects(t, c, policy)
 	for _, b := range bindings {
 		installObjects(t, c, b)
@@ -453,7 +531,7 @@ func deepCopyJSON(t *testing.T, v map[string]any) map[string]any {
 // TestBackstopOnlyWarns: the backstop's bindings warn and audit, never deny, and select as the
 // webhooks do; its policy fails open.
 func TestBackstopOnlyWarns(t *testing.T) {
-	policy, bindings := Backstop(Options{Namespace: "sidesync-system"})
+	policy, bindings := Backstop(Options{Namespace: "sidesync-system"}, ByWebhook)
 	if *policy.Spec.FailurePolicy != admissionregistrationv1.Ignore {
 		t.Errorf("failurePolicy %s", *policy.Spec.FailurePolicy)
 	}

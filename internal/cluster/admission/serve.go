@@ -32,6 +32,7 @@ type Metrics struct {
 	Admissions *prometheus.CounterVec   // by webhook, outcome, reason
 	Latency    *prometheus.HistogramVec // by webhook, seconds, millisecond buckets
 	Lookups    *prometheus.CounterVec   // registry lookups by result
+	Native     *prometheus.CounterVec   // the pods' native choices by way (native, classic) and reason
 	InFlight   prometheus.Gauge
 }
 
@@ -47,10 +48,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			[]string{"webhook"}),
 		Lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidesync_injector_registry_lookups_total",
 			Help: "Images whose ENTRYPOINT and CMD were needed, by result: read from the registry, cached, error, timeout."}, []string{"result"}),
+		Native: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sidesync_injector_native_choices_total",
+			Help: "Pods for which the webhook chose native or classic sidecars, by way and reason (given, kubelets, old-kubelet, no-node, unreadable: the nodes or the pod's placement)."},
+			[]string{"way", "reason"}),
 		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sidesync_injector_in_flight",
 			Help: "Admission requests being answered."}),
 	}
-	reg.MustRegister(m.Admissions, m.Latency, m.Lookups, m.InFlight)
+	reg.MustRegister(m.Admissions, m.Latency, m.Lookups, m.Native, m.InFlight)
 	return m
 }
 
@@ -128,6 +132,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, webhook string, a
 	s.count(webhook, res.Outcome, res.Reason, start)
 	req := review.Request
 	lvl := level(res.Outcome)
+	native := ""
+	if res.Native != nil {
+		native = res.Native.Annotation()
+		if s.Metrics != nil {
+			s.Metrics.Native.WithLabelValues(res.Native.way(), res.Native.Reason).Inc()
+		}
+		if res.Native.Reason == NativeUnreadable {
+			lvl = max(lvl, slog.LevelWarn) // the choice fell back to classic: say so
+		}
+	}
 	if !s.Log.Enabled(ctx, lvl) {
 		return
 	}
@@ -138,7 +152,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, webhook string, a
 	s.Log.LogAttrs(ctx, lvl, "admission", slog.String("webhook", webhook), slog.String("uid", string(req.UID)),
 		slog.String("namespace", req.Namespace), slog.String("kind", req.Kind.Kind), slog.String("name", name),
 		slog.Bool("dry_run", req.DryRun != nil && *req.DryRun), slog.String("outcome", string(res.Outcome)), slog.String("reason", res.Reason),
-		slog.Int("ops", res.Ops), slog.Int("warnings", len(res.Response.Warnings)), slog.String("message", res.Message),
+		slog.Int("ops", res.Ops), slog.Int("warnings", len(res.Response.Warnings)), slog.String("message", res.Message), slog.String("native", native),
 		slog.Duration("took", time.Since(start)))
 }
 

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -26,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sidesync/sidesync/internal/cluster/admission"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
 )
 
 const testNamespace = "sidesync-system"
@@ -54,6 +56,7 @@ type renderCase struct {
 	values      map[string]any
 	certManager bool
 	resolve     bool
+	nodes       bool   // the injector lists and watches Nodes (native auto)
 	caBundle    []byte // the webhook configurations' caBundle
 	secret      string // the Secret the injector reads
 	timeout     int32
@@ -62,20 +65,20 @@ type renderCase struct {
 
 func renderCases() []renderCase {
 	return []renderCase{
-		{name: "defaults", values: nil, certManager: true, secret: "sidesync-injector-tls", timeout: 10,
-			extraArgs: []string{"--delivery=init-copy", "--max-in-flight=16", "--log-format=json"}},
+		{name: "defaults", values: nil, certManager: true, nodes: true, secret: "sidesync-injector-tls", timeout: 10,
+			extraArgs: []string{"--delivery=init-copy", "--native=auto", "--max-in-flight=16", "--log-format=json"}},
 		{name: "cert-manager", values: map[string]any{"certManager": map[string]any{"enabled": true}, "webhook": map[string]any{"timeoutSeconds": 7}},
-			certManager: true, secret: "sidesync-injector-tls", timeout: 7,
-			extraArgs: []string{"--delivery=init-copy", "--max-in-flight=16", "--log-format=json"}},
+			certManager: true, nodes: true, secret: "sidesync-injector-tls", timeout: 7,
+			extraArgs: []string{"--delivery=init-copy", "--native=auto", "--max-in-flight=16", "--log-format=json"}},
 		{name: "user-secret", values: map[string]any{
 			"certManager": map[string]any{"enabled": false},
 			"tls":         map[string]any{"secretName": "my-webhook-tls", "caBundle": testCA},
-			"delivery":    "image-volume", "logFormat": "", "maxInFlight": 16,
+			"delivery":    "image-volume", "logFormat": "", "maxInFlight": 16, "native": "always",
 		}, caBundle: []byte(testCA), secret: "my-webhook-tls", timeout: 10,
-			extraArgs: []string{"--delivery=image-volume", "--max-in-flight=16"}},
-		{name: "resolve", values: map[string]any{"resolve": map[string]any{"enabled": true, "registryAllow": []any{"10.0.0.0/8", "fd00::/8"}}},
+			extraArgs: []string{"--delivery=image-volume", "--native=always", "--max-in-flight=16"}},
+		{name: "resolve", values: map[string]any{"resolve": map[string]any{"enabled": true, "registryAllow": []any{"10.0.0.0/8", "fd00::/8"}}, "native": "never"},
 			certManager: true, resolve: true, secret: "sidesync-injector-tls", timeout: 10,
-			extraArgs: []string{"--delivery=init-copy", "--resolve", "--registry-allow=10.0.0.0/8,fd00::/8", "--max-in-flight=16", "--log-format=json"}},
+			extraArgs: []string{"--delivery=init-copy", "--native=never", "--resolve", "--registry-allow=10.0.0.0/8,fd00::/8", "--max-in-flight=16", "--log-format=json"}},
 	}
 }
 
@@ -136,7 +139,7 @@ func checkRendered(objs []map[string]any, c renderCase) []string {
 	if o := Find(objs, "ClusterRole", ReleaseName); o == nil {
 		add("no ClusterRole %s", ReleaseName)
 	} else if err := Decode(o, &role); err == nil {
-		problems = append(problems, checkRBAC(&role, c.resolve)...)
+		problems = append(problems, checkRBAC(&role, c.resolve, c.nodes)...)
 	}
 	var binding rbacv1.ClusterRoleBinding
 	if o := Find(objs, "ClusterRoleBinding", ReleaseName); o != nil && Decode(o, &binding) == nil {
@@ -336,7 +339,7 @@ func checkWebhooks(objs []map[string]any, c renderCase) []string {
 		&admissionregistrationv1.MutatingWebhookConfiguration{}, admission.MutatingWebhookConfiguration(o), wantAnn)
 	compare("ValidatingWebhookConfiguration", admission.ValidatingConfigName,
 		&admissionregistrationv1.ValidatingWebhookConfiguration{}, admission.ValidatingWebhookConfiguration(o), wantAnn)
-	policy, bindings := admission.Backstop(o)
+	policy, bindings := admission.Backstop(o, admission.ByWebhook)
 	compare("ValidatingAdmissionPolicy", policy.Name, &admissionregistrationv1.ValidatingAdmissionPolicy{}, policy, nil)
 	for _, b := range bindings {
 		compare("ValidatingAdmissionPolicyBinding", b.Name, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, b, nil)
@@ -361,6 +364,11 @@ func TestChecksCatch(t *testing.T) {
 		{"secrets without resolve", `/secrets`, func(objs []map[string]any) []map[string]any {
 			role := Find(objs, "ClusterRole", ReleaseName)
 			role["rules"] = append(role["rules"].([]any), map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"}, "verbs": []any{"get"}})
+			return objs
+		}},
+		{"get on nodes", `get on ""/nodes`, func(objs []map[string]any) []map[string]any {
+			role := Find(objs, "ClusterRole", ReleaseName)
+			role["rules"] = append(role["rules"].([]any), map[string]any{"apiGroups": []any{""}, "resources": []any{"nodes"}, "verbs": []any{"get"}})
 			return objs
 		}},
 		{"one replica", "replicas", func(objs []map[string]any) []map[string]any {
@@ -452,6 +460,8 @@ func TestRenderRefuses(t *testing.T) {
 		{"base64 CA", map[string]any{"certManager": map[string]any{"enabled": false}, "tls": map[string]any{"secretName": "s", "caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"}}, "must be PEM"},
 		{"timeout", map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
 		{"delivery", map[string]any{"delivery": "copy"}, "delivery"},
+		{"native", map[string]any{"native": "sometimes"}, "native"},
+		{"native empty", map[string]any{"native": ""}, "native"},
 		{"registry CIDR", map[string]any{"resolve": map[string]any{"enabled": true, "registryAllow": []any{"registry.example.com"}}}, "registryAllow"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -549,7 +559,7 @@ func TestInstallGuide(t *testing.T) {
 		"kubectl label namespace NS " + admission.InjectLabel + "=" + admission.Enabled,
 		admission.InjectLabel + ": " + admission.Disabled,
 		admission.InjectLabel + `: "` + admission.OptOutAnnotationValue + `"`,
-		admission.SkippedAnnotation,
+		admission.SkippedAnnotation, admission.NativeAnnotation, "sidesync_injector_native_choices_total",
 		admission.MutatingConfigName, admission.ValidatingConfigName, admission.BackstopPolicy,
 		admission.ExplicitWebhook, admission.NamespaceWebhook,
 		".webhooks[]?.clientConfig.caBundle",
@@ -570,5 +580,42 @@ func TestRenderDoesNotChangeValues(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]any{"resolve": map[string]any{"enabled": true}}, values); diff != "" {
 		t.Errorf("values changed:\n%s", diff)
+	}
+}
+
+// TestNativeValue: the chart's native value takes exactly the injector's modes (--native), and
+// its default is auto.
+func TestNativeValue(t *testing.T) {
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "values.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			Native struct{ Enum []string }
+		}
+	}
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{string(inject.NativeAuto), string(inject.NativeAlways), string(inject.NativeNever)}
+	if diff := cmp.Diff(want, schema.Properties.Native.Enum); diff != "" {
+		t.Errorf("the schema's native values (-want +got):\n%s", diff)
+	}
+	for _, m := range want {
+		if _, err := inject.ParseNativeMode(m); err != nil {
+			t.Errorf("the schema allows %q, which the injector refuses: %v", m, err)
+		}
+	}
+	objs, err := Render(nil, testNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := fmt.Sprint(containerOf(objs)["args"]); !strings.Contains(args, "--native="+string(inject.NativeAuto)) {
+		t.Errorf("the default renders %s, want --native=%s", args, inject.NativeAuto)
 	}
 }

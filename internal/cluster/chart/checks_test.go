@@ -36,14 +36,18 @@ func typed(kind string) any {
 }
 
 // checkRBAC lists what is wrong with the injector's ClusterRole: a verb or resource beyond
-// namespaces get/list/watch, events create (core and events.k8s.io), and, only when resolve
-// is on, secrets and serviceaccounts get. pods/exec, wildcards and every write but Events' are
-// wrong.
-func checkRBAC(role *rbacv1.ClusterRole, resolve bool) []string {
+// namespaces get/list/watch, events create (core and events.k8s.io), only when nodes (native
+// auto) is on, nodes list/watch (an informer needs no get), and, only when resolve is on, secrets
+// and serviceaccounts get. pods/exec, wildcards and every write but Events' are wrong.
+func checkRBAC(role *rbacv1.ClusterRole, resolve, nodes bool) []string {
 	type key struct{ group, resource, verb string }
 	allowed := map[key]bool{
 		{"", "namespaces", "get"}: true, {"", "namespaces", "list"}: true, {"", "namespaces", "watch"}: true,
 		{"", "events", "create"}: true, {"events.k8s.io", "events", "create"}: true,
+	}
+	if nodes {
+		allowed[key{"", "nodes", "list"}] = true
+		allowed[key{"", "nodes", "watch"}] = true
 	}
 	if resolve {
 		allowed[key{"", "secrets", "get"}] = true

@@ -159,7 +159,7 @@ func webhookObjects() []marked {
 // backstopObjects are the ValidatingAdmissionPolicy of admission.Backstop and its bindings, with
 // markers.
 func backstopObjects() []marked {
-	policy, bindings := admission.Backstop(markerOptions())
+	policy, bindings := admission.Backstop(markerOptions(), admission.ByWebhook)
 	objs := []marked{{obj: withMarkers(policy, false)}}
 	for _, b := range bindings {
 		objs = append(objs, marked{obj: withMarkers(b, false), namespace: true})

@@ -50,13 +50,16 @@ func Apply(obj map[string]any, tm manifest.TypeMeta, o Options, eps Entrypoints)
 	p.fill(&r)
 	if p.unchanged != "" || len(p.wrapped()) == 0 {
 		r.Reason = p.unchanged
-		return out, r, nil // planning only reads
+		r.Changed = len(p.conv) > 0 && !sameJSON(obj, out) // planning changes only what Native converts
+		r.Needs = needs(p.pod, "")
+		return out, r, nil
 	}
 	r.Delivery = o.delivery()
 	if err := p.mutate(o, &r); err != nil {
 		return nil, r, fmt.Errorf("%s: %w", r.Object, err)
 	}
 	r.Changed = !sameJSON(obj, out)
+	r.Needs = needs(p.pod, r.Delivery)
 	return out, r, nil
 }
 
@@ -67,9 +70,12 @@ func Images(obj map[string]any, tm manifest.TypeMeta, o Options) ([]string, erro
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	if o.Native {
+		obj, _ = deepCopy(obj).(map[string]any) // planning converts, on a copy
+	}
 	p, _, err := planObject(obj, tm, o, nil)
-	if err != nil || p == nil {
-		return nil, err
+	if err != nil || p == nil || p.unchanged == notNeeded {
+		return nil, err // a pod that needs no wrapper needs no image's command
 	}
 	var images []string
 	for _, d := range p.decisions {
@@ -106,6 +112,8 @@ func planObject(obj map[string]any, tm manifest.TypeMeta, o Options, eps Entrypo
 func (p *plan) fill(r *Report) {
 	for _, d := range p.decisions {
 		switch {
+		case p.unchanged == notNeeded:
+			r.Left = append(r.Left, Left{d.c.Name, "not wrapped: " + p.unchangedApps})
 		case d.unwrappable != "":
 			r.Left = append(r.Left, Left{d.c.Name, "no command"})
 		case d.act == leave:
@@ -128,6 +136,7 @@ func (p *plan) fill(r *Report) {
 	slices.SortStableFunc(r.Left, func(a, b Left) int { return order[a.Container] - order[b.Container] })
 	r.Sidecars = p.found
 	r.Warnings = p.warnings
+	p.fillNative(r)
 	if p.pod.RestartPolicy == "" && p.w.Kind != manifest.Pod {
 		r.Warnings = append(r.Warnings, "the pod template has no restartPolicy: a Job's pods need Never or OnFailure")
 	}

@@ -12,12 +12,13 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// TestGolden injects each manifest in testdata with both deliveries and compares the whole
+// TestGolden injects each manifest in testdata with both deliveries, and with init-copy and
+// Options.Native, and compares the whole
 // result with testdata/golden/NAME.DELIVERY.yaml (go test -run TestGolden -update rewrites
 // them; read the diff before committing it).
 func TestGolden(t *testing.T) {
 	for _, in := range []string{"pod", "job", "cronjob", "deployment"} {
-		for _, d := range []Delivery{InitCopy, ImageVolume} {
+		for _, d := range []Delivery{InitCopy, ImageVolume, "native"} {
 			t.Run(in+"/"+string(d), func(t *testing.T) {
 				src, err := os.ReadFile(filepath.Join("testdata", in+".yaml"))
 				if err != nil {
@@ -25,6 +26,9 @@ func TestGolden(t *testing.T) {
 				}
 				o := opts()
 				o.Delivery = d
+				if d == "native" { // init-copy with Options.Native
+					o.Delivery, o.Native = InitCopy, true
+				}
 				out, r := apply(t, decode(t, string(src)), o, nil)
 				got := "# " + r.String() + "\n" + toYAML(t, out)
 				golden := filepath.Join("testdata", "golden", in+"."+string(d)+".yaml")
@@ -54,7 +58,7 @@ func TestIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		for _, d := range []Delivery{InitCopy, ImageVolume} {
+		for _, d := range []Delivery{InitCopy, ImageVolume, "native"} {
 			t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml")+"/"+string(d), func(t *testing.T) {
 				src, err := os.ReadFile(f)
 				if err != nil {
@@ -62,6 +66,9 @@ func TestIdempotent(t *testing.T) {
 				}
 				o := opts()
 				o.Delivery, o.Sidecars = d, []string{"vault"}
+				if d == "native" {
+					o.Delivery, o.Native = InitCopy, true
+				}
 				once, _ := apply(t, decode(t, string(src)), o, nil)
 				in := roundTrip(t, once)
 				twice, r := apply(t, in, o, nil)

@@ -43,6 +43,12 @@ type Options struct {
 	// Force wraps the apps of a pod whose sidecars are all native with startup probes, which
 	// Kubernetes already orders and stops (such a pod is left unchanged otherwise).
 	Force bool
+	// Native turns classic sidecars that the pod holds into native ones where it can (an init
+	// container with restartPolicy Always and a startup probe from the catalog), and asks the
+	// meshes that the pod requests for native sidecars through their own annotations; a pod
+	// left with no classic sidecar needs no wrapper. False keeps inject as it was. Callers
+	// resolve NativeMode into it (NativeMode.Native).
+	Native bool
 }
 
 // Validate lists every problem of o at once.

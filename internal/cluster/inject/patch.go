@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
@@ -80,23 +81,53 @@ func (ps *patcher) pod(base string, before, after map[string]any) error {
 	spec := base + "/spec"
 	cb, _ := specB["containers"].([]any)
 	ca, _ := specA["containers"].([]any)
-	if len(cb) != len(ca) {
-		return fmt.Errorf("containers: %d before, %d after", len(cb), len(ca))
-	}
-	for i := range cb {
-		b, _ := cb[i].(map[string]any)
-		a, _ := ca[i].(map[string]any)
-		if err := ps.container(spec+"/containers/"+strconv.Itoa(i), b, a); err != nil {
-			return err
-		}
+	moved, err := ps.containers(spec, cb, ca)
+	if err != nil {
+		return err
 	}
 	if err := ps.list(spec, "volumes", specB, specA, ownedVolume); err != nil {
 		return err
 	}
-	if err := ps.list(spec, "initContainers", specB, specA, ownedInit); err != nil {
+	ownedInits := ownedInit
+	if len(moved) > 0 {
+		ownedInits = func(e any) bool { return ownedInit(e) || named(moved...)(e) }
+	}
+	if err := ps.list(spec, "initContainers", specB, specA, ownedInits); err != nil {
 		return err
 	}
 	return ps.annotations(base, before, after)
+}
+
+// containers writes the operations for the regular containers: those Apply wrapped change in
+// place, and those Options.Native made native sidecars are removed, last first, after the
+// others' operations, which name them by their index before; list adds them to the
+// initContainers. It returns the names of those moved.
+func (ps *patcher) containers(spec string, cb, ca []any) ([]string, error) {
+	after := map[string]map[string]any{}
+	for _, e := range ca {
+		a, _ := e.(map[string]any)
+		after[manifest.Str(a, "name")] = a
+	}
+	var moved []string
+	var gone []int
+	for i, e := range cb {
+		b, _ := e.(map[string]any)
+		a, ok := after[manifest.Str(b, "name")]
+		if !ok {
+			moved, gone = append(moved, manifest.Str(b, "name")), append(gone, i)
+			continue
+		}
+		if err := ps.container(spec+"/containers/"+strconv.Itoa(i), b, a); err != nil {
+			return nil, err
+		}
+	}
+	if len(cb)-len(gone) != len(ca) {
+		return nil, fmt.Errorf("containers: %d before, %d after, %d moved", len(cb), len(ca), len(gone))
+	}
+	for i := len(gone) - 1; i >= 0; i-- {
+		ps.remove(spec + "/containers/" + strconv.Itoa(gone[i]))
+	}
+	return moved, nil
 }
 
 // container writes the operations for one regular container: only a wrapped one changes.
@@ -170,6 +201,8 @@ func (ps *patcher) annotations(base string, before, after map[string]any) error 
 	annB, hasAnn := metaB["annotations"].(map[string]any)
 	annA, _ := metaA["annotations"].(map[string]any)
 	switch {
+	case annA == nil && (!hasAnn || annB == nil):
+		return nil // none before, none written (a pod that Options.Native left unwrapped)
 	case !hasMeta:
 		ps.add(base+"/metadata", metaA) // Apply added metadata with the annotations alone
 		return nil
@@ -177,7 +210,7 @@ func (ps *patcher) annotations(base string, before, after map[string]any) error 
 		ps.add(base+"/metadata/annotations", annA)
 		return nil
 	}
-	for _, k := range []string{contract.InjectedAnnotation, contract.WrappedAnnotation, contract.FoundAnnotation} {
+	for _, k := range ps.annotationKeys(annB, annA) {
 		b, had := annB[k]
 		a, has := annA[k]
 		at := base + "/metadata/annotations/" + EscapePointer(k)
@@ -248,4 +281,20 @@ func pointer(path string) string {
 // EscapePointer escapes a key for a JSON Pointer (RFC 6901 section 3): "~" as "~0", "/" as "~1".
 func EscapePointer(k string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
+
+// annotationKeys are the annotations Apply may write: inject's own, and those that ask a mesh for
+// a native sidecar (Options.Native), which it only adds.
+func (ps *patcher) annotationKeys(before, after map[string]any) []string {
+	keys := []string{contract.InjectedAnnotation, contract.WrappedAnnotation, contract.FoundAnnotation}
+	for _, e := range catalog.Entries() {
+		for _, m := range e.Native.Marks {
+			if _, had := before[m.Key]; !had && !slices.Contains(keys, m.Key) {
+				if _, has := after[m.Key]; has {
+					keys = append(keys, m.Key)
+				}
+			}
+		}
+	}
+	return keys
 }

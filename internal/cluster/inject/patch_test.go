@@ -15,6 +15,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 
 	"github.com/sidesync/sidesync/internal/cluster/stream"
+	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/internal/testing/corpus"
@@ -67,22 +68,27 @@ func eachObject(t *testing.T, data []byte, f func(obj map[string]any, tm manifes
 // re-patching gives nothing; every operation is at a path sidesync owns. It counts what it
 // checked, so that an input set that lost its pods fails.
 func TestPatchEqualsApply(t *testing.T) {
-	changed := 0
+	changed, converted := 0, 0
 	for name, data := range patchInputs(t) {
 		for _, d := range []Delivery{InitCopy, ImageVolume} {
-			o := opts()
-			o.Delivery = d
-			eachObject(t, data, func(obj map[string]any, tm manifest.TypeMeta) {
-				if checkPatch(t, name, obj, tm, o, nil) {
-					changed++
-				}
-			})
+			for _, native := range []bool{false, true} {
+				o := opts()
+				o.Delivery, o.Native = d, native
+				eachObject(t, data, func(obj map[string]any, tm manifest.TypeMeta) {
+					if checkPatch(t, name, obj, tm, o, nil) {
+						changed++
+						if _, r, _ := Apply(obj, tm, o, nil); len(r.Converted)+len(r.Asked) > 0 {
+							converted++
+						}
+					}
+				})
+			}
 		}
 	}
-	if changed < 40 {
-		t.Errorf("only %d objects were changed by the patches: the inputs lost their pods", changed)
+	if changed < 80 || converted < 4 {
+		t.Errorf("only %d objects were changed by the patches, %d of them converted: the inputs lost their pods", changed, converted)
 	}
-	t.Logf("%d patched objects checked", changed)
+	t.Logf("%d patched objects checked, %d with native conversions", changed, converted)
 }
 
 // TestPatchKeepsOthers: a pod that other webhooks and the user filled first (a mesh's init
@@ -203,7 +209,7 @@ func checkPatch(t *testing.T, name string, obj map[string]any, tm manifest.TypeM
 		}
 		return false
 	}
-	checkOwnedOps(t, name, obj, ops)
+	checkOwnedOps(t, name, obj, ops, o.Native)
 	patched := applyOps(t, raw, ops)
 	got, err := decodeObject(patched)
 	if err != nil {
@@ -228,15 +234,29 @@ var ownedPaths = regexp.MustCompile(`^((?:/spec/template|/spec/jobTemplate/spec/
 // checkOwnedOps checks that every operation is at a path sidesync owns, and that an item added
 // or removed in a list, or a list added whole, is sidesync's (removals come before additions in
 // each list, last index first, so their indexes are those of obj).
-func checkOwnedOps(t *testing.T, name string, obj map[string]any, ops []Op) {
+func checkOwnedOps(t *testing.T, name string, obj map[string]any, ops []Op, native bool) {
 	t.Helper()
+	var moved []string // with native: the containers removed, to be added as native sidecars
 	ownedItem := func(v any) bool {
 		m, ok := v.(map[string]any)
 		n := manifest.Str(m, "name")
-		return ok && (strings.HasPrefix(n, "sidesync-") || strings.HasPrefix(n, "SIDESYNC_"))
+		return ok && (strings.HasPrefix(n, "sidesync-") || strings.HasPrefix(n, "SIDESYNC_") ||
+			native && slices.Contains(moved, n) && manifest.Str(m, "restartPolicy") == "Always" ||
+			native && slices.Contains([]string{"CSQL_PROXY_HEALTH_CHECK", "CSQL_PROXY_HTTP_ADDRESS"}, n))
 	}
 	ownedKeys := []string{contract.InjectedAnnotation, contract.WrappedAnnotation, contract.FoundAnnotation}
+	if native {
+		for _, e := range catalog.Entries() {
+			for _, m := range e.Native.Marks {
+				ownedKeys = append(ownedKeys, m.Key)
+			}
+		}
+	}
 	for _, op := range ops {
+		if c := regexp.MustCompile(`^(?:/spec/template|/spec/jobTemplate/spec/template)?/spec/containers/\d+$`); native && op.Op == "remove" && c.MatchString(op.Path) {
+			moved = append(moved, manifest.Str(valueAt(obj, op.Path).(map[string]any), "name"))
+			continue
+		}
 		m := ownedPaths.FindStringSubmatch(op.Path)
 		if m == nil {
 			t.Fatalf("%s: operation %s %s is not at a path sidesync owns", name, op.Op, op.Path)

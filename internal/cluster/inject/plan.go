@@ -50,6 +50,10 @@ type plan struct {
 	// unchanged, when not empty, says why the whole pod is left as it is; unchangedApps says it
 	// of the apps that could have been wrapped.
 	unchanged, unchangedApps string
+	// native: Options.Native; conv are the conversions carried out before the plan was made,
+	// on the pod it was made for (nativePod).
+	native bool
+	conv   []Conversion
 }
 
 // planPod decides what happens to every container of the pod, changing nothing. Its error is
@@ -63,7 +67,13 @@ func planPod(w *manifest.Workload, o Options, eps Entrypoints) (*plan, error) {
 	if len(pod.Containers) == 0 {
 		return nil, fmt.Errorf("%s: no containers", manifest.Join(manifest.Join(w.TemplatePath, "spec"), "containers"))
 	}
-	p := &plan{w: w, pod: pod, sorted: catalog.Sort(pod, catalog.Options{Requests: true})}
+	var conv []Conversion
+	if o.Native && pod.OS != "windows" {
+		if conv, pod, err = nativePod(w, pod); err != nil {
+			return nil, err
+		}
+	}
+	p := &plan{w: w, pod: pod, sorted: catalog.Sort(pod, catalog.Options{Requests: true}), conv: conv, native: o.Native}
 	_, p.injected = pod.Annotations[contract.InjectedAnnotation]
 	if err := p.check(o); err != nil {
 		return nil, err
@@ -118,6 +128,10 @@ func (p *plan) sidecars() {
 		switch {
 		case s.Entry == nil:
 			p.left = append(p.left, Left{s.Container.Name, "a native sidecar"})
+			continue
+		case p.handshake(s.Container.Name) != "":
+			// it ends by itself, and the wrapper must not tell it to quit before its app ends
+			p.left = append(p.left, Left{s.Container.Name, p.handshake(s.Container.Name)})
 			continue
 		case s.Native:
 			p.left = append(p.left, Left{s.Container.Name, "a native sidecar: " + s.Entry.Name})
@@ -206,6 +220,11 @@ func noCommand(c *manifest.Container) string {
 // already does what sidesync would (every sidecar native with a startup probe), and warns about
 // apps left unwrapped beside wrapped ones.
 func (p *plan) allOrNone(o Options) {
+	if !o.Force && p.nativeDone() {
+		// no wrapper: an app without a command needs none of its image's, nor a registry read
+		p.unchanged, p.unchangedApps = notNeeded, "sidesync is not needed"
+		return
+	}
 	for _, d := range p.decisions {
 		if d.unwrappable != "" {
 			p.unchanged, p.unchangedApps = "an app container cannot be wrapped", "another app of the pod cannot be"
@@ -219,6 +238,7 @@ func (p *plan) allOrNone(o Options) {
 		p.unchanged = "every sidecar is native with a startup probe: Kubernetes starts the apps after them and stops them after the apps end, so sidesync is not needed (--force wraps anyway)"
 		p.unchangedApps = "sidesync is not needed"
 	}
+
 	if p.unchanged != "" || len(p.wrapped()) == 0 {
 		return
 	}

@@ -2,6 +2,8 @@ package inject
 
 import (
 	"strings"
+
+	"github.com/sidesync/sidesync/internal/cluster/kubeversion"
 )
 
 // Report is what Apply did to one object, for a person (String) or a webhook's warnings.
@@ -30,6 +32,18 @@ type Report struct {
 	Sidecars []string
 	// Warnings say what the user should do: each names its container.
 	Warnings []string
+
+	// Converted are the classic sidecars that Options.Native made native sidecars, with what
+	// they got ("startup probe GET :9090/startup"); Asked the annotations added to ask a mesh's
+	// injector for a native sidecar, with the mesh's releases that honour them.
+	Converted []Left
+	Asked     []string
+	// Unfixed says, for each classic sidecar of a Job's pod that nothing can tell to quit,
+	// wrapped or not, why the pod still never completes: inject fixed nothing there.
+	Unfixed []string
+	// Needs are the Kubernetes features the object uses, as inject leaves it: native sidecars,
+	// an image volume, container restart rules. kubeversion.Needs gives the version.
+	Needs []kubeversion.Feature
 }
 
 // Left is a container left alone, and why.
@@ -49,7 +63,7 @@ func (r Report) String() string {
 	if !r.Injected {
 		return r.Object + ": passed through (" + r.Reason + ")"
 	}
-	s := r.Object + ": " + r.what()
+	s := r.Object + ": " + r.native() + r.what()
 	var left []string
 	for _, l := range r.Left {
 		left = append(left, l.Container+" ("+l.Why+")")
@@ -62,7 +76,10 @@ func (r Report) String() string {
 
 // what says what happened to the apps.
 func (r Report) what() string {
-	if r.Reason != "" {
+	switch {
+	case r.Reason != "" && len(r.Converted)+len(r.Asked) > 0:
+		return "apps not wrapped (" + r.Reason + ")"
+	case r.Reason != "":
 		return "left unchanged (" + r.Reason + ")"
 	}
 	var what []string
@@ -83,4 +100,23 @@ func (r Report) what() string {
 		return "unchanged: " + strings.Join(what, ", ") + " (" + string(r.Delivery) + ")"
 	}
 	return strings.Join(what, ", ") + " (" + string(r.Delivery) + ")"
+}
+
+// native says what Options.Native did, ending in "; ", or "".
+func (r Report) native() string {
+	var what []string
+	if len(r.Converted) > 0 {
+		var cs []string
+		for _, c := range r.Converted {
+			cs = append(cs, c.Container+" ("+c.Why+")")
+		}
+		what = append(what, "made native "+strings.Join(cs, ", "))
+	}
+	if len(r.Asked) > 0 {
+		what = append(what, "asked for native sidecars with "+strings.Join(r.Asked, ", "))
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return strings.Join(what, "; ") + "; "
 }

@@ -34,11 +34,11 @@ func Parse(s string) (Version, error) {
 	}
 	parts := strings.Split(t, ".")
 	if len(parts) < 2 || len(parts) > 3 || parts[0] != "1" {
-		return Version{}, fmt.Errorf("Kubernetes version %q: want 1.MINOR, such as 1.33 or v1.33.2", s)
+		return Version{}, fmt.Errorf("not a Kubernetes version, %q: want 1.MINOR, such as 1.33 or v1.33.2", s)
 	}
 	for _, p := range parts[1:] {
 		if p == "" || strings.Trim(p, "0123456789") != "" || len(p) > 4 {
-			return Version{}, fmt.Errorf("Kubernetes version %q: want 1.MINOR, such as 1.33 or v1.33.2", s)
+			return Version{}, fmt.Errorf("not a Kubernetes version, %q: want 1.MINOR, such as 1.33 or v1.33.2", s)
 		}
 	}
 	minor, _ := strconv.Atoi(parts[1])
@@ -82,6 +82,11 @@ var (
 	// MutatingAdmissionPolicy: admissionregistration.k8s.io/v1, GA in 1.36 (KEP-3962).
 	MutatingAdmissionPolicy = Feature{Name: "MutatingAdmissionPolicy (admissionregistration.k8s.io/v1)", Since: Version{36}, Section: "10"}
 )
+
+// NativeKubelet is the oldest kubelet that runs native sidecars by default: `--native auto`
+// (inject, the webhook, the policy) converts sidecars into native ones only where every node
+// that can run the pod runs this version or a newer one, and lint suggests it likewise.
+var NativeKubelet = NativeSidecars.Since
 
 // In reports whether version v has f on by default.
 func (f Feature) In(v Version) bool { return v.AtLeast(f.Since) }

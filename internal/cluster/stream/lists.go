@@ -1,29 +1,22 @@
 package stream
 
 import (
+	"reflect"
+
 	yaml3 "go.yaml.in/yaml/v3"
 )
 
 // mergeSequence merges v into the sequence n, read as o. Lists of objects that all have a
 // unique name (containers, volumes, volume mounts, env) are matched by name, since inject
 // prepends an init container and appends volumes, mounts and variables: by index, every
-// element's comments would move to its neighbour. Lists of scalars (command, args) keep their
+// element's comments would move to its neighbour. Other lists (command, args) keep their
 // common beginning and end, so that arguments put before or after the old ones leave these
-// as they were. Other lists are matched by index.
+// as they were, and match the rest by index.
 func mergeSequence(n *yaml3.Node, o, v []any) (*yaml3.Node, error) {
 	if n.Kind != yaml3.SequenceNode || len(n.Content) != len(o) {
 		return nil, errMismatch
 	}
-	var content []*yaml3.Node
-	var err error
-	switch {
-	case named(o) && named(v):
-		content, err = byName(n.Content, o, v)
-	case scalars(o) && scalars(v):
-		content, err = byEnds(n.Content, o, v)
-	default:
-		content, err = byIndex(n.Content, o, v)
-	}
+	content, err := mergeEach(n.Content, o, v, pairs(o, v))
 	if err != nil {
 		return nil, err
 	}
@@ -47,63 +40,69 @@ func named(l []any) bool {
 	return true
 }
 
-// scalars reports whether no element of l is an object or a list.
-func scalars(l []any) bool {
-	for _, x := range l {
-		switch x.(type) {
-		case map[string]any, []any:
-			return false
-		}
+// pairs is, for each element of v, the index of the element of o it is merged into, or -1 for
+// a new one (see mergeSequence).
+func pairs(o, v []any) []int {
+	if named(o) && named(v) {
+		return byName(o, v)
 	}
-	return true
+	return byEnds(o, v)
 }
 
-// byName is the nodes of v's elements, each merged into the node of o's element of its name.
-func byName(nodes []*yaml3.Node, o, v []any) ([]*yaml3.Node, error) {
+// byName pairs each element of v with the element of o of its name.
+func byName(o, v []any) []int {
 	at := make(map[string]int, len(o))
 	for i, x := range o {
 		at[x.(map[string]any)["name"].(string)] = i
 	}
-	return mergeEach(nodes, o, v, func(_ int, x any) (int, bool) {
-		i, ok := at[x.(map[string]any)["name"].(string)]
-		return i, ok
-	})
+	p := make([]int, len(v))
+	for i, x := range v {
+		j, ok := at[x.(map[string]any)["name"].(string)]
+		p[i] = -1
+		if ok {
+			p[i] = j
+		}
+	}
+	return p
 }
 
-// byEnds keeps the nodes of the scalars o and v begin and end with, and merges the rest by
-// index.
-func byEnds(nodes []*yaml3.Node, o, v []any) ([]*yaml3.Node, error) {
+// byEnds pairs the elements o and v begin and end with, the same JSON, and the rest by index.
+func byEnds(o, v []any) []int {
 	head := 0
-	for head < len(o) && head < len(v) && sameScalar(o[head], v[head]) {
+	for head < len(o) && head < len(v) && reflect.DeepEqual(o[head], v[head]) {
 		head++
 	}
 	tail := 0
-	for tail < len(o)-head && tail < len(v)-head && sameScalar(o[len(o)-1-tail], v[len(v)-1-tail]) {
+	for tail < len(o)-head && tail < len(v)-head && reflect.DeepEqual(o[len(o)-1-tail], v[len(v)-1-tail]) {
 		tail++
 	}
-	middle, err := byIndex(nodes[head:len(o)-tail], o[head:len(o)-tail], v[head:len(v)-tail])
-	if err != nil {
-		return nil, err
+	p := byIndex(o, v, head, len(o)-tail)
+	for i := range tail {
+		p[len(v)-1-i] = len(o) - 1 - i
 	}
-	content := make([]*yaml3.Node, 0, len(v))
-	content = append(content, nodes[:head]...)
-	content = append(content, middle...)
-	return append(content, nodes[len(o)-tail:]...), nil
+	return p
 }
 
-// byIndex merges each element of v into the node of o's element at its index, and renders
-// those beyond o's end.
-func byIndex(nodes []*yaml3.Node, o, v []any) ([]*yaml3.Node, error) {
-	return mergeEach(nodes, o, v, func(i int, _ any) (int, bool) { return i, i < len(o) })
+// byIndex pairs each element of v with the element of o at its index, those in o[from:to]
+// only.
+func byIndex(o, v []any, from, to int) []int {
+	p := make([]int, len(v))
+	for i := range v {
+		p[i] = -1
+		if i < from || i < to && i < len(o) {
+			p[i] = i
+		}
+	}
+	return p
 }
 
-// mergeEach merges each element of v into the node of the element of o that match names (its
-// index in o), and renders those that match none.
-func mergeEach(nodes []*yaml3.Node, o, v []any, match func(i int, x any) (int, bool)) ([]*yaml3.Node, error) {
+// mergeEach merges each element of v into the node of the element of o it is paired with (p),
+// and renders those paired with none.
+func mergeEach(nodes []*yaml3.Node, o, v []any, p []int) ([]*yaml3.Node, error) {
 	content := make([]*yaml3.Node, 0, len(v))
 	for i, x := range v {
-		j, ok := match(i, x)
-		if !ok {
+		j := p[i]
+		if j < 0 {
 			content = append(content, render(x))
 			continue
 		}

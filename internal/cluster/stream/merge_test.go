@@ -129,15 +129,28 @@ func TestWriteMerge(t *testing.T) {
 		change: func(o map[string]any) { at(o, "spec").(map[string]any)["b"] = json.Number("3") },
 		want:   "kind: Pod\n\n# spec\nspec:\n  a:    1   # one\n  l: [x,  y]\n\n\n  b: 3 # two\n",
 	}, {
-		name:   "spacing that would change a value is not restored",
+		name:   "spacing is kept on the lines that did not change, not on the one that did",
 		in:     "kind:  Pod\nv: a  b\n",
 		change: func(o map[string]any) { o["v"] = "a b" },
-		want:   "kind: Pod\nv: a b\n",
+		want:   "kind:  Pod\nv: a b\n",
 	}, {
 		name:   "CRLF",
 		in:     "kind: Pod # p\r\nv: 1\r\n",
 		change: func(o map[string]any) { o["v"] = json.Number("2") },
 		want:   "kind: Pod # p\r\nv: 2\r\n",
+	}, {
+		name: "a list in a list: what goes before its first element rewrites the outer element",
+		in:   "kind: A\nm:\n- - a # x\n  - b\n- - c\n",
+		change: func(o map[string]any) {
+			l := o["m"].([]any)
+			l[0], l[1] = append([]any{"new"}, l[0].([]any)...), append(l[1].([]any), "d")
+		},
+		want: "kind: A\nm:\n- - new\n  - a # x\n  - b\n- - c\n  - d\n",
+	}, {
+		name:   "a document written as flow is merged as a whole",
+		in:     "# head\n{kind: Pod, metadata: {name: a}}\n",
+		change: func(o map[string]any) { at(o, "metadata").(map[string]any)["labels"] = map[string]any{"a": "b"} },
+		want:   "# head\nkind: Pod\nmetadata:\n  name: a\n  labels:\n    a: b\n",
 	}, {
 		name:   "anchors: written afresh after the leading comments",
 		in:     "# head\n\n# more\nkind: Pod # p\nb: &b {x: 1}\nc: *b\n",

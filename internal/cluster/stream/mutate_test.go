@@ -23,57 +23,78 @@ func (c *byteChoices) next(n int) int {
 	return int(c.b[c.i-1]) % n
 }
 
-// mutate returns a changed deep copy of obj: one to four changes of the kinds inject makes
-// and more (a value replaced, a key deleted or added, an element put before or after a list,
-// a named one in a list of named objects), each at a place c chooses.
-func mutate(obj map[string]any, c choices) map[string]any {
-	out := clone(obj).(map[string]any)
-	for n := c.next(4) + 1; n > 0; n-- {
-		change(pick(out, c), c)
-	}
-	return out
+// A mutation is where mutate changed an object: the path of keys and indexes to the object or
+// list it changed, and the key set, added or deleted (deleted) in it, or the index of the
+// element replaced or added (inserted).
+type mutation struct {
+	path              []any
+	at                any
+	deleted, inserted bool
 }
 
-// pick walks from v into its objects and lists as c chooses, 20 levels at most.
-func pick(v any, c choices) any {
+// mutate returns a changed deep copy of obj: one to four changes of the kinds inject makes
+// and more (a value replaced, a key deleted or added, an element put before or after a list,
+// a named one in a list of named objects), each at a place c chooses; and where it made them.
+func mutate(obj map[string]any, c choices) (map[string]any, []mutation) {
+	out := clone(obj).(map[string]any)
+	var where []mutation
+	for n := c.next(4) + 1; n > 0; n-- {
+		v, path := pick(out, c)
+		m := change(v, c)
+		m.path = append(path, m.path...)
+		where = append(where, m)
+	}
+	return out, where
+}
+
+// pick walks from v into its objects and lists as c chooses, 20 levels at most, and returns
+// where it stopped, and the path to it.
+func pick(v any, c choices) (any, []any) {
+	var path []any
 	for range 20 {
 		var kids []any
+		var at []any
 		switch v := v.(type) {
 		case map[string]any:
 			for _, k := range slices.Sorted(mapKeys(v)) {
-				kids = appendCollection(kids, v[k])
+				if isCollection(v[k]) {
+					kids, at = append(kids, v[k]), append(at, k)
+				}
 			}
 		case []any:
-			for _, x := range v {
-				kids = appendCollection(kids, x)
+			for i, x := range v {
+				if isCollection(x) {
+					kids, at = append(kids, x), append(at, i)
+				}
 			}
 		}
 		i := c.next(len(kids) + 1)
 		if i == 0 {
 			break
 		}
-		v = kids[i-1]
+		v, path = kids[i-1], append(path, at[i-1])
 	}
-	return v
+	return v, path
 }
 
-// appendCollection appends x to l when x is an object or a list.
-func appendCollection(l []any, x any) []any {
+// isCollection reports whether x is an object or a list.
+func isCollection(x any) bool {
 	switch x.(type) {
 	case map[string]any, []any:
-		return append(l, x)
+		return true
 	}
-	return l
+	return false
 }
 
-// change changes the object or list v in place, as c chooses.
-func change(v any, c choices) {
+// change changes the object or list v in place, as c chooses, and says where.
+func change(v any, c choices) mutation {
 	switch v := v.(type) {
 	case map[string]any:
 		keys := slices.Sorted(mapKeys(v))
 		if len(keys) == 0 {
-			v[key(c)] = value(c)
-			return
+			k := key(c)
+			v[k] = value(c)
+			return mutation{at: k}
 		}
 		k := keys[c.next(len(keys))]
 		switch c.next(4) {
@@ -81,25 +102,33 @@ func change(v any, c choices) {
 			v[k] = value(c)
 		case 1:
 			delete(v, k)
+			return mutation{at: k, deleted: true}
 		case 2:
-			v[key(c)] = value(c)
+			k = key(c)
+			v[k] = value(c)
 		default:
 			if l, ok := v[k].([]any); ok {
-				v[k] = grown(l, c)
-			} else {
-				v[k] = value(c)
+				g, i := grown(l, c)
+				v[k] = g
+				return mutation{path: []any{k}, at: i, inserted: true}
 			}
+			v[k] = value(c)
 		}
+		return mutation{at: k}
 	case []any:
 		if len(v) > 0 {
-			v[c.next(len(v))] = value(c)
+			i := c.next(len(v))
+			v[i] = value(c)
+			return mutation{at: i}
 		}
 	}
+	return mutation{}
 }
 
 // grown is l with an element put before its first or after its last: in a list of named
-// objects, a new named one (as inject adds an init container, a volume, a mount, a variable).
-func grown(l []any, c choices) []any {
+// objects, a new named one (as inject adds an init container, a volume, a mount, a variable);
+// and its index.
+func grown(l []any, c choices) ([]any, int) {
 	x := value(c)
 	if named(l) {
 		taken := make(map[string]bool, len(l))
@@ -113,9 +142,9 @@ func grown(l []any, c choices) []any {
 		x = map[string]any{"name": name, "value": x}
 	}
 	if c.next(2) == 0 {
-		return append([]any{x}, l...)
+		return append([]any{x}, l...), 0
 	}
-	return append(l, x)
+	return append(l, x), len(l)
 }
 
 // key is a new key: names YAML readers take for other things too.

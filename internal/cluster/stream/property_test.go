@@ -14,8 +14,9 @@ type randChoices struct{ r *rand.Rand }
 func (c randChoices) next(n int) int { return c.r.IntN(n) }
 
 // TestWriteChangedProperty changes the documents of real manifests at random, 500 times, and
-// checks what checkChanged checks, and more: each changed document was merged into its YAML,
-// never written afresh, as none of them has an anchor.
+// checks what checkChanged checks, and more: each changed document was spliced into its YAML
+// (only the lines of what changed written), never merged as a whole or written afresh, as none
+// of them has an anchor.
 func TestWriteChangedProperty(t *testing.T) {
 	var files []string
 	for _, pattern := range []string{"testdata/*.yaml", "../inject/testdata/*.yaml", "../inject/testdata/golden/*.yaml",
@@ -45,8 +46,8 @@ func TestWriteChangedProperty(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := merged(d.src, decoded(now), now); changed[i] && !ok {
-				t.Fatalf("%s, seed %d: document %d was not merged:\n%s", name, seed, d.N, write(t, docs[i:i+1], YAML))
+			if _, ok := spliced(d.src, decoded(now), now); changed[i] && !ok {
+				t.Fatalf("%s, seed %d: document %d was not spliced:\n%s", name, seed, d.N, write(t, docs[i:i+1], YAML))
 			}
 		}
 	}

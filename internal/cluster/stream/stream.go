@@ -5,8 +5,9 @@
 // exactly (json.Number).
 //
 // Write changes no more than the objects changed: a document whose object is as it was read is
-// written back byte for byte, and a changed YAML document keeps its comments, key order and
-// untouched values (see Write).
+// written back byte for byte, and in a changed YAML document only the lines of the nodes that
+// changed are written, the others copied as they were read (see Write), so that a GitOps diff
+// of `kubectl sidesync inject` shows what inject changed and nothing else.
 package stream
 
 import (

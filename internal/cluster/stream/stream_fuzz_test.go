@@ -82,8 +82,9 @@ func nonEmpty(docs []Document) []map[string]any {
 
 // FuzzWriteChanged changes the objects of arbitrary streams (mutate: values replaced, keys
 // deleted and added, elements put before and after lists) and writes them: the stream must
-// read back as exactly the changed objects, and the documents left alone must be written as
-// they were read, byte for byte.
+// read back as exactly the changed objects, the documents left alone must be written as they
+// were read, byte for byte, and so must the lines of a changed document outside the node that
+// changed (checkUntouched, when it was changed once).
 func FuzzWriteChanged(f *testing.F) {
 	for i, s := range readSeeds {
 		f.Add([]byte(s), []byte{byte(i), 1, byte(3 * i), 2, 0, 5, byte(7 * i), 1})
@@ -98,13 +99,16 @@ func FuzzWriteChanged(f *testing.F) {
 }
 
 // checkChanged changes some of the documents as c chooses, writes them, and checks what was
-// written: it reads back as the changed objects; the other documents are as they were read.
+// written: it reads back as the changed objects; the other documents are as they were read;
+// in a YAML document changed once, so are the lines outside the node changed.
 func checkChanged(t *testing.T, docs []Document, format Format, c choices) []bool {
 	t.Helper()
 	changed := make([]bool, len(docs))
+	where := make([][]mutation, len(docs))
 	for i := range docs {
 		if docs[i].Object != nil && c.next(2) == 1 {
-			docs[i].Object, changed[i] = mutate(docs[i].Object, c), true
+			docs[i].Object, where[i] = mutate(docs[i].Object, c)
+			changed[i] = true
 		}
 	}
 	var b bytes.Buffer
@@ -120,6 +124,9 @@ func checkChanged(t *testing.T, docs []Document, format Format, c choices) []boo
 	}
 	for i, d := range docs {
 		if changed[i] {
+			if format == YAML && d.src != nil && d.src.format == YAML && len(where[i]) == 1 {
+				checkUntouched(t, d, where[i][0])
+			}
 			continue
 		}
 		var one bytes.Buffer

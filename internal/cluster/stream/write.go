@@ -15,11 +15,15 @@ import (
 // separator, comments alone); the stream's last document brings what followed it. A stream
 // read and written unchanged is the input.
 //
-// A changed YAML document is merged into the YAML it was read from, so that it keeps its
-// comments, key order and untouched values, each as it was written (see merge), and its
-// blank lines and spacing (see restore); where that is not safe (anchors, aliases, a merge
-// that would not read back as the object), it is written afresh, keys sorted, after its
-// leading comments. Either way its numbers are their exact text.
+// A changed YAML document is spliced into the YAML it was read from (see spliced): the lines
+// of every node that did not change are copied byte for byte (flow collections over several
+// lines, the indentation of lists, quoting, comments, blank lines, line breaks), and only the
+// entries and elements that changed are written, in the document's indentation. Where that is
+// not possible (a document written as flow, anchors), it is merged into its YAML as a whole,
+// keeping its comments, key order and untouched values (see merge), and its blank lines and
+// spacing (see restore); where that is not safe either (anchors, aliases, a merge that would
+// not read back as the object), it is written afresh, keys sorted, after its leading comments.
+// Either way its numbers are their exact text.
 // A changed JSON document, and any document in the other format or made by the caller, is
 // written afresh: JSON indented by two spaces, YAML with keys sorted.
 func Write(w io.Writer, docs []Document, f Format) error {

@@ -14,6 +14,9 @@ import (
 func yamlDocument(src *source, now []byte) ([]byte, error) {
 	v := decoded(now)
 	if src != nil {
+		if out, ok := spliced(src, v, now); ok {
+			return out, nil
+		}
 		if out, ok := merged(src, v, now); ok {
 			return out, nil
 		}

@@ -81,6 +81,9 @@ type Entry struct {
 
 	// Native says how its injector decides between a native and a classic sidecar.
 	Native Native
+	// Convert says how a classic container of this sidecar written in a manifest becomes a
+	// native sidecar (`kubectl sidesync inject --native`); nil: it is not converted.
+	Convert *Convert
 	// QuitsInJobs: the mesh's control plane tells the sidecar of a Job's pod to quit once the
 	// other containers ended (Kuma, for pods a Job owns).
 	QuitsInJobs bool
@@ -169,6 +172,10 @@ type Native struct {
 	ByDefault Default
 	// Why says, for Maybe, what it depends on.
 	Why string
+	// Honoured says which releases of the injector honour the first of Marks, with the
+	// upstream source: inject adds that mark to a pod that asks for the sidecar (Options.Native),
+	// and an older release ignores it.
+	Honoured string
 	// FromMarks reads from a mark whether the injector made it native (Istio's status
 	// annotation lists its init containers).
 	FromMarks func(ann map[string]string) bool

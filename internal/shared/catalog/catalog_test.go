@@ -63,6 +63,12 @@ func TestRows(t *testing.T) {
 				t.Errorf("%s: %s names no port, which the policies' CEL compares with", e.Name, u)
 			}
 		}
+		if n := e.Native; len(n.Marks) > 0 && n.Honoured == "" {
+			t.Errorf("%s: say which releases of its injector honour %s (Native.Honoured)", e.Name, n.Marks[0].YAML())
+		}
+		if cv := e.Convert; cv != nil && (cv.ProbePath == "" && cv.NoProbe == "" || cv.ProbePath != "" && e.Sidecar.Ready == nil || len(cv.Unprobed) > 0 && cv.UnprobedWhy == "") {
+			t.Errorf("%s: a conversion needs a probe on its readiness check's port, or says why it has none: %+v", e.Name, cv)
+		}
 		if n := e.Native; n.ByDefault == Maybe && n.Why == "" {
 			t.Errorf("%s: say why it may be native or not (Native.Why)", e.Name)
 		}

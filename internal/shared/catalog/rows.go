@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/sidesync/sidesync/internal/shared/jsonlite"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/sidecar"
 )
 
@@ -73,6 +74,7 @@ var table = []Entry{
 		Native: Native{Marks: []Mark{{Key: "sidecar.istio.io/nativeSidecar", Value: "true"}},
 			ClassicMarks: []Mark{{Key: "sidecar.istio.io/nativeSidecar", Value: "false"}},
 			ByDefault:    Maybe, Why: "Istio 1.28+ injects native sidecars when every node runs Kubernetes 1.33+ (ENABLE_NATIVE_SIDECARS=auto); older releases, or a cluster with an older node, get classic ones",
+			Honoured:  "Istio 1.24+ (1.24.0's change notes, istio/istio#53452; KUBERNETES.md 7)",
 			FromMarks: istioNativeByStatus},
 		Reads: "native when `" + istioStatus + "` lists `istio-proxy` among its `initContainers`; " +
 			"`status.sidecar.istio.io/port: \"0\"` turns the agent's status server off: neither endpoint"},
@@ -110,7 +112,8 @@ var table = []Entry{
 			ClassicMarks: []Mark{{Key: "config.beta.linkerd.io/proxy-enable-native-sidecar", Value: "false"},
 				{Key: "config.linkerd.io/proxy-enable-native-sidecar", Value: "false"},
 				{Key: "config.alpha.linkerd.io/proxy-enable-native-sidecar", Value: "false"}},
-			ByDefault: Maybe, Why: "Linkerd 2.20+ injects native sidecars by default; older releases, or proxy.nativeSidecar: false, classic ones"},
+			ByDefault: Maybe, Why: "Linkerd 2.20+ injects native sidecars by default; older releases, or proxy.nativeSidecar: false, classic ones",
+			Honoured: "Linkerd 2.19+ (edge-25.10.2) for the beta spelling; 2.15 to 2.18 read only the alpha one (KUBERNETES.md 7)"},
 		// linkerd-await -S/--shutdown runs the command, then posts /shutdown (SIDECARS.md 4.5).
 		Quitters: []Quitter{{Program: "linkerd-await", Flags: []string{"--shutdown", "-S", "--shutdown=true"}}},
 		Reads: "native with `config.linkerd.io/proxy-enable-native-sidecar: true` (or the beta and alpha spellings); " +
@@ -130,7 +133,8 @@ var table = []Entry{
 		Container:  "consul-dataplane",
 		Containers: []Match{{Name: "consul-dataplane"}},
 		QuitPort:   []Source{{Annotation: "consul.hashicorp.com/sidecar-proxy-lifecycle-graceful-port"}},
-		Native:     Native{Marks: []Mark{{Key: "consul.hashicorp.com/enable-consul-dataplane-as-sidecar", Value: "true"}}, ByDefault: Classic}},
+		Native: Native{Marks: []Mark{{Key: "consul.hashicorp.com/enable-consul-dataplane-as-sidecar", Value: "true"}}, ByDefault: Classic,
+			Honoured: "consul-k8s 1.9.0+ (hashicorp/consul-k8s#4678; KUBERNETES.md 7)"}},
 
 	// Kuma (SIDECARS.md 6): kuma-dp's Envoy admin on 127.0.0.1:9901; kuma-dp stops when Envoy
 	// exits, and Kuma's control plane stops the sidecar of a pod a Job owns once the other
@@ -168,7 +172,8 @@ var table = []Entry{
 		ReadyPort:  []Source{{Annotation: "dapr.io/http-port"}},
 		QuitPort:   []Source{{Annotation: "dapr.io/http-port"}},
 		Credential: &Credential{Env: "DAPR_API_TOKEN", Header: "dapr-api-token"},
-		Native:     Native{Marks: []Mark{{Key: "dapr.io/enable-native-sidecar", Value: "true"}}, ByDefault: Classic}},
+		Native: Native{Marks: []Mark{{Key: "dapr.io/enable-native-sidecar", Value: "true"}}, ByDefault: Classic,
+			Honoured: "Dapr 1.18.0+ (dapr/dapr#9450; KUBERNETES.md 7)"}},
 
 	// The Cloud SQL Auth Proxy v2 (SIDECARS.md 8): health checks on 9090 need --health-check,
 	// the admin port 9091 (bound to "localhost") needs --quitquitquit; each flag is also a
@@ -193,7 +198,18 @@ var table = []Entry{
 			On:  []Source{{Flag: "quitquitquit"}, {Env: "CSQL_PROXY_QUITQUITQUIT"}},
 			Fix: "add --quitquitquit (and --admin-port if 9091 is taken)", Unavailable: cloudSQLv1, UnavailableFix: cloudSQLv1Fix},
 		Native: Native{ByDefault: Classic},
-		Reads:  "the proxy's flags `--health-check`, `--http-port`, `--quitquitquit`, `--admin-port`, or their `CSQL_PROXY_*` variables"},
+		// Native (SIDECARS.md 8.1): a startup probe on /startup, as the Cloud SQL proxy operator
+		// gives its native sidecars, which needs the health check on and its server on every
+		// address, since the kubelet probes the pod's IP (the operator sets the same variables).
+		Convert: &Convert{ProbePath: "/startup",
+			Needs: []Need{
+				{What: "its health check (--health-check)", On: []Source{{Flag: "health-check"}, {Env: "CSQL_PROXY_HEALTH_CHECK"}},
+					Add: manifest.EnvVar{Name: "CSQL_PROXY_HEALTH_CHECK", Value: "true"}},
+				{What: "the address of its health check (--http-address)", On: []Source{{Flag: "http-address"}, {Env: "CSQL_PROXY_HTTP_ADDRESS"}},
+					Want: []string{"0.0.0.0", "::", "[::]"}, Add: manifest.EnvVar{Name: "CSQL_PROXY_HTTP_ADDRESS", Value: "0.0.0.0"}}},
+			Unprobed:    cloudSQLv1,
+			UnprobedWhy: "v1 (gce-proxy) has no health check, so neither the kubelet nor sidesync can wait for it; move to v2 for a startup probe"},
+		Reads: "the proxy's flags `--health-check`, `--http-port`, `--quitquitquit`, `--admin-port`, or their `CSQL_PROXY_*` variables"},
 
 	// Vault Agent (SIDECARS.md 10): no readiness endpoint; the quit API needs agent-enable-quit.
 	// Its injector has no native sidecars, and none at all with agent-pre-populate-only (an init
@@ -214,7 +230,11 @@ var table = []Entry{
 			Fix: "add vault.hashicorp.com/agent-pre-populate-only: \"true\" if the app needs its secrets only at start (an init container renders them, no sidecar), or " +
 				vaultEnableQuit + ": \"true\""},
 		Native: Native{ByDefault: Classic},
-		Reads:  "no quit call unless `" + vaultEnableQuit + ": \"true\"`"},
+		// Native without a startup probe (SIDECARS.md 10): it has no health endpoint, so a
+		// wrapper cannot wait for it either, and as a native sidecar the kubelet ends it after
+		// the apps, with or without its quit API.
+		Convert: &Convert{NoProbe: "Vault Agent has no health endpoint, so neither the kubelet nor sidesync can wait for it; the kubelet stops it after the apps"},
+		Reads:   "no quit call unless `" + vaultEnableQuit + ": \"true\"`"},
 
 	// AWS App Mesh's Envoy (SIDECARS.md 9), admin 9901; its bind address is not documented.
 	{Name: "appmesh", Title: "App Mesh Envoy",

@@ -178,7 +178,11 @@ func hiddenNote(title string, off *Off) string {
 func (s *Sidecar) readNative(v *manifest.PodView) {
 	n := s.Entry.Native
 	switch {
-	case n.FromMarks != nil && n.FromMarks(v.Annotations), anyOn(n.Marks, v), n.ByDefault == NativeDefault:
+	case n.FromMarks != nil && anyOn(s.Entry.Marks, v):
+		// The injector's own record of what it added wins over what the pod asked for: an
+		// injector too old for the request adds a classic sidecar.
+		s.Native = n.FromMarks(v.Annotations)
+	case anyOn(n.Marks, v), n.ByDefault == NativeDefault:
 		s.Native = true
 	case anyOn(n.ClassicMarks, v):
 	case n.FromMarks != nil && !s.Requested:

@@ -74,6 +74,10 @@ const (
 	// WrappedAnnotation names the pod's wrapped containers ("main,wait"): the wrappers' peers.
 	// The sidecars are told to quit after the last of them has ended.
 	WrappedAnnotation = "sidesync.io/wrapped"
+	// ClassicAnnotation is the user's list of the pod's containers that stay as they are written
+	// ("cloud-sql-proxy,fluent-bit"): inject never turns one of them into a native sidecar.
+	// Injection never writes it.
+	ClassicAnnotation = "sidesync.io/classic"
 )
 
 // Flags of the wrapper that injection writes, or that tools read from a wrapped container. The
