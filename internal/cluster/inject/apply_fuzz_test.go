@@ -65,6 +65,9 @@ func FuzzApply(f *testing.F) {
 		}
 		_ = stream.Each(docs, func(obj map[string]any, tm manifest.TypeMeta, _ string) (map[string]any, error) {
 			checkApply(t, obj, tm, o, entrypoints(obj, tm, entrypoint))
+			o.Native = true
+			checkApply(t, obj, tm, o, entrypoints(obj, tm, entrypoint))
+			o.Native = false
 			return obj, nil
 		})
 	})
@@ -128,11 +131,15 @@ func checkWrapped(t *testing.T, obj, out map[string]any, tm manifest.TypeMeta, r
 		t.Fatalf("%s: wrapped %q, but no pod", r.Object, r.Wrapped)
 	}
 	in, outs := podIn.Containers, podOut.Containers
-	if len(outs) != len(in) {
-		t.Fatalf("%s: containers %d before, %d after", r.Object, len(in), len(outs))
+	if len(outs)+len(r.Converted) != len(in) {
+		t.Fatalf("%s: containers %d before, %d after, %d made native", r.Object, len(in), len(outs), len(r.Converted))
 	}
 	wrappedNow := 0
-	for i, c := range outs {
+	for _, c := range outs {
+		i := slices.IndexFunc(in, func(b *manifest.Container) bool { return b.Name == c.Name })
+		if i < 0 {
+			t.Fatalf("%s: container %s was not there before", r.Object, c.Name)
+		}
 		if !slices.Contains(r.Wrapped, c.Name) || wrapped(in[i]) {
 			continue
 		}

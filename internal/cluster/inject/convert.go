@@ -41,7 +41,8 @@ type Conversion struct {
 // it classic (contract.ClassicAnnotation), it ends by a hand-written handshake
 // (catalog.HandshakeQuit) or it sets a restartPolicy of its own; a sidecar that a mesh's
 // injector is asked for gets the mesh's own annotation for a native sidecar, unless the pod
-// says native or classic already.
+// says native or classic already, or the injected pod would not record which it got (an older
+// injector ignores the request, and the wrapper would take the request for the answer).
 func Conversions(pod *manifest.PodView) []Conversion {
 	return conversions(catalog.Sort(pod, catalog.Options{Requests: true}))
 }

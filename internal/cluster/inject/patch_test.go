@@ -183,6 +183,9 @@ func FuzzPatch(f *testing.F) {
 		}
 		_ = stream.Each(docs, func(obj map[string]any, tm manifest.TypeMeta, _ string) (map[string]any, error) {
 			checkPatch(t, "fuzz", obj, tm, o, entrypoints(obj, tm, entrypoint))
+			o.Native = true
+			checkPatch(t, "fuzz native", obj, tm, o, entrypoints(obj, tm, entrypoint))
+			o.Native = false
 			return obj, nil
 		})
 	})

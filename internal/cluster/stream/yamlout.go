@@ -68,20 +68,26 @@ func readsAs(out, now []byte) bool {
 	return err == nil && len(docs) == 1 && bytes.Equal(docs[0].src.read, now)
 }
 
-// style is how a document indents: by indent spaces, and its lists at their key's column
-// (compact, as kubectl writes them) or further in.
+// style is how a document indents: by indent spaces, its lists at their key's column
+// (compact, as kubectl writes them) or further in, an element's content item columns after
+// its dash ("- name", "-   name").
 type style struct {
 	indent  int
 	compact bool
+	item    int
 }
 
 // styleOf is the style of the document whose root is n, from the first mapping and the first
-// list written below their keys: two spaces and compact when it has none.
+// list written below their keys, and the first element written on its dash's line: two spaces,
+// compact and "- " when it has none.
 func styleOf(n *yaml3.Node) style {
-	st := style{indent: 2, compact: true}
-	var indentSeen, listSeen bool
+	st := style{indent: 2, compact: true, item: 2}
+	var indentSeen, listSeen, itemSeen bool
 	var walk func(n *yaml3.Node)
 	walk = func(n *yaml3.Node) {
+		if e := n.Content; !itemSeen && n.Kind == yaml3.SequenceNode && n.Style&yaml3.FlowStyle == 0 && len(e) > 0 && e[0].Line == n.Line {
+			st.item, itemSeen = min(max(e[0].Column-n.Column, 2), 9), true
+		}
 		for i := 0; n.Kind == yaml3.MappingNode && i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if v.Style&yaml3.FlowStyle != 0 || v.Line <= k.Line {
@@ -95,7 +101,7 @@ func styleOf(n *yaml3.Node) style {
 			}
 		}
 		for _, c := range n.Content {
-			if indentSeen && listSeen {
+			if indentSeen && listSeen && itemSeen {
 				return
 			}
 			walk(c)
