@@ -34,7 +34,7 @@ func TestInjectNative(t *testing.T) {
 		noStderr []string // not in stderr
 	}{
 		{"auto assumes the oldest version and converts", proxyJob, nil, 0,
-			[]string{"      initContainers:\n      - args:\n        - p:r:i\n", "restartPolicy: Always"},
+			[]string{"      initContainers:\n      - name: cloud-sql-proxy\n        image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.0\n        args: ['p:r:i']\n", "restartPolicy: Always"},
 			[]string{autoNote, "Job/migrate: made native cloud-sql-proxy (startup probe GET :9090/startup); apps not wrapped", needsNative}, []string{"nothing fixed"}},
 		{"auto for a version without native sidecars by default", proxyJob, []string{"--kube-version=v1.28.3"}, 3,
 			[]string{"/sidesync/bin/sidesync"},

@@ -125,8 +125,7 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 			ops = append(ops, inject.Op{Op: "remove", Path: "/metadata/annotations/" + inject.EscapePointer(SkippedAnnotation)})
 		}
 		if res.Native != nil && pod.Annotations[NativeAnnotation] != res.Native.Annotation() {
-			// inject's ops have written its own annotations: the map is there.
-			ops = append(ops, inject.Op{Op: "add", Path: "/metadata/annotations/" + inject.EscapePointer(NativeAnnotation), Value: res.Native.Annotation()})
+			ops = append(ops, nativeOp(pod, ops, res.Native.Annotation()))
 		}
 		return patched(res, ops, fmt.Sprintf("wrapped %s", strings.Join(slices.Concat(r.Wrapped, r.Updated), ",")))
 	case r.Reason != "" && r.Injected:
@@ -145,6 +144,17 @@ func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest)
 	}
 	res.Message = "nothing to change"
 	return res
+}
+
+// nativeOp writes NativeAnnotation: into the pod's annotations, there before or added by inject's
+// ops when it wrapped an app; as the whole map when neither (a pod whose sidecars inject only
+// converted has none written by inject, and the API server refuses a patch into a missing map).
+func nativeOp(pod *podInfo, ops []inject.Op, value string) inject.Op {
+	made := slices.ContainsFunc(ops, func(o inject.Op) bool { return o.Op == "add" && o.Path == "/metadata/annotations" })
+	if !pod.hasAnnotations && !made {
+		return inject.Op{Op: "add", Path: "/metadata/annotations", Value: map[string]any{NativeAnnotation: value}}
+	}
+	return inject.Op{Op: "add", Path: "/metadata/annotations/" + inject.EscapePointer(NativeAnnotation), Value: value}
 }
 
 // skip admits the pod unwrapped with the skipped annotation, or denies it when it opted in

@@ -124,6 +124,9 @@ func TestNativeAnnotation(t *testing.T) {
 	old := &NativeChooser{Mode: inject.NativeAuto, Nodes: func() ([]*corev1.Node, error) { return testNodes(), nil }}
 	noCommand := strings.Replace(withCommand, `,"command":["/app"]`, ``, 1)
 	annotated := strings.Replace(noCommand, `"name":"p"`, `"name":"p","annotations":{"team":"data"}`, 1)
+	// Its proxy made native and no app wrapped: inject writes no annotation of its own.
+	converted := strings.Replace(noCommand, `}]}}`, `},{"name":"cloud-sql-proxy","image":"gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.21.0","args":["--health-check","--quitquitquit","p:r:i"]}]}}`, 1)
+	always := &NativeChooser{Mode: inject.NativeAlways}
 	for _, tc := range []struct {
 		name    string
 		chooser *NativeChooser
@@ -132,7 +135,8 @@ func TestNativeAnnotation(t *testing.T) {
 		want    string // the annotation's prefix; "" for none
 	}{
 		{"wrapped", old, withCommand, Wrapped, "classic (auto): node old-b1"},
-		{"wrapped, always", &NativeChooser{Mode: inject.NativeAlways}, withCommand, Wrapped, "native (always): --native always"},
+		{"wrapped, always", always, withCommand, Wrapped, "native (always): --native always"},
+		{"converted, no annotations", always, converted, Wrapped, "native (always): --native always"},
 		{"skipped, no annotations", old, noCommand, Skipped, "classic (auto): "},
 		{"skipped, annotations", old, annotated, Skipped, "classic (auto): "},
 		{"no chooser", nil, withCommand, Wrapped, ""},
@@ -153,6 +157,9 @@ func TestNativeAnnotation(t *testing.T) {
 			}
 			if !strings.HasPrefix(got, tc.want) || res.Native == nil || got != res.Native.Annotation() {
 				t.Errorf("annotation %q, want %q...; result's choice %+v", got, tc.want, res.Native)
+			}
+			if tc.pod == converted {
+				return // called again, it finds every sidecar native and records that as skipped
 			}
 			// Called again on the patched pod (a reinvocation): nothing more to write.
 			again := m.Mutate(context.Background(), podReview(t, "apps", pod))

@@ -43,6 +43,13 @@ func spliced(src *source, v any, now []byte) ([]byte, bool) {
 	if ok, err := s.mapping(doc.Content[0], o, w); !ok || err != nil {
 		return nil, false
 	}
+	if mv := s.moves(); mv != nil { // again, writing each moved element as it was
+		s = newSplicer(src.body, doc.Content[0])
+		s.moved = mv
+		if ok, err := s.mapping(doc.Content[0], o, w); !ok || err != nil {
+			return nil, false
+		}
+	}
 	out, ok := s.apply()
 	if !ok || !readsAs(out, now) {
 		return nil, false
@@ -58,6 +65,11 @@ type splicer struct {
 	st    style
 	last  map[*yaml3.Node]int // the last line of each node's text, comments after it left out
 	edits []edit
+	// removed and added are the named list elements the splice removes and adds (moved.go);
+	// moved, those of a first splice that moved: written as they were, where they go.
+	removed map[string][]moved
+	added   []string
+	moved   map[string]moved
 }
 
 // An edit replaces lines[from:to] (none when from == to) with text.
@@ -136,7 +148,7 @@ func (s *splicer) mapping(n *yaml3.Node, o, v map[string]any) (bool, error) {
 		slices.Sort(added)
 		m := &yaml3.Node{Kind: yaml3.MappingNode, Tag: "!!map"}
 		for _, k := range added {
-			m.Content = append(m.Content, stringNode(k), render(v[k]))
+			m.Content = append(m.Content, stringNode(k), s.render(v[k]))
 		}
 		p, _ := s.prefix(n.Content[0])
 		s.insert(s.last[n]+1, len(p), m)
@@ -205,7 +217,7 @@ func (s *splicer) sequence(n *yaml3.Node, o, v []any) (bool, error) {
 		}
 		item := n.Content[j]
 		if len(pending) > 0 {
-			s.insert(s.commentsAbove(item.Line-1, s.before(n, j)), dash, render(pending))
+			s.insert(s.commentsAbove(item.Line-1, s.before(n, j)), dash, s.render(pending))
 			pending = nil
 		}
 		if reflect.DeepEqual(o[j], x) {
@@ -218,10 +230,11 @@ func (s *splicer) sequence(n *yaml3.Node, o, v []any) (bool, error) {
 	for j, item := range n.Content {
 		if !kept[j] {
 			s.edits = append(s.edits, edit{from: s.commentsAbove(item.Line-1, s.before(n, j)), to: s.last[item] + 1})
+			s.removedElement(item, o[j])
 		}
 	}
 	if len(pending) > 0 {
-		s.insert(s.last[n]+1, dash, render(pending))
+		s.insert(s.last[n]+1, dash, s.render(pending))
 	}
 	return true, nil
 }

@@ -206,3 +206,69 @@ func TestWriteJSONChanged(t *testing.T) {
 		t.Errorf("written (-want +got):\n%s", diff)
 	}
 }
+
+// TestWriteMoved: a container that a change moves from containers to initContainers (inject
+// --native) is written as it was, its comment, keys in their order and quoting kept, with only
+// what the change added; a name moved in one pod of a List and added in another is not taken
+// for a move.
+func TestWriteMoved(t *testing.T) {
+	in := `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: migrate
+        image: ghcr.io/acme/migrate:1.2
+        args: ["up"]
+      # The proxy, by hand.
+      - name: cloud-sql-proxy
+        image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.1
+        args:
+        - "--private-ip"
+        - '--port=5432'
+        securityContext: {runAsNonRoot: true}
+`
+	docs, _ := read(t, in)
+	err := Each(docs, func(obj map[string]any, _ manifest.TypeMeta, _ string) (map[string]any, error) {
+		out := clone(obj).(map[string]any)
+		spec := out["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		cs := spec["containers"].([]any)
+		proxy := cs[1].(map[string]any)
+		proxy["restartPolicy"] = "Always"
+		spec["containers"] = cs[:1]
+		spec["initContainers"] = []any{proxy}
+		return out, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: migrate
+        image: ghcr.io/acme/migrate:1.2
+        args: ["up"]
+      initContainers:
+      # The proxy, by hand.
+      - name: cloud-sql-proxy
+        image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.1
+        args:
+        - "--private-ip"
+        - '--port=5432'
+        securityContext: {runAsNonRoot: true}
+        restartPolicy: Always
+`
+	if diff := cmp.Diff(want, write(t, docs, YAML)); diff != "" {
+		t.Errorf("written (-want +got):\n%s", diff)
+	}
+}

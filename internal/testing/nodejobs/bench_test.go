@@ -143,13 +143,13 @@ func benchFail(tb testing.TB, n *kubetest.Node, ns, job, why string) {
 }
 
 // appTimes reads the app's own clock reading at its start ("app: TIME started as ...") and the
-// kubelet's time stamp of its last line ("app: exit N") from the log of the container job:
+// kubelet's time stamp of its last line ("app: exit N") from the log of the container app:
 // both to the nanosecond, unlike the API's container times, which are whole seconds.
-func appTimes(tb testing.TB, n *kubetest.Node, ns, podName string) (started, exited time.Time) {
+func appTimes(tb testing.TB, n *kubetest.Node, ns, podName, app string) (started, exited time.Time) {
 	tb.Helper()
-	logs, err := n.PodLogs(ns, podName, "job")
+	logs, err := n.PodLogs(ns, podName, app)
 	if err != nil || len(logs) == 0 {
-		tb.Fatalf("pod %s/%s: no log of job: %v", ns, podName, err)
+		tb.Fatalf("pod %s/%s: no log of %s: %v", ns, podName, app, err)
 	}
 	sc := bufio.NewScanner(strings.NewReader(logs[len(logs)-1]))
 	for sc.Scan() {
@@ -220,39 +220,72 @@ func BenchmarkNodeJob(b *testing.B) {
 		{"polly", pollyJob},
 	}
 	for _, v := range variants {
-		b.Run(v.name, func(b *testing.B) {
-			job := v.job(b)
-			name := job["metadata"].(map[string]any)["name"].(string)
-			var total, start, tail, api series
-			for b.Loop() {
-				b.StopTimer()
-				ns := namespace(b, n, "bench-"+v.name)
-				b.StartTimer()
-				begin := time.Now()
-				n.Create(b, "/apis/batch/v1/namespaces/"+ns+"/jobs", job)
-				st, seen := waitComplete(b, n, ns, name)
-				b.StopTimer()
-				started, exited := appTimes(b, n, ns, waitJobPod(b, n, ns, name))
-				total = append(total, ms(seen.Sub(begin)))
-				start = append(start, ms(started.Sub(begin)))
-				tail = append(tail, ms(seen.Sub(exited)))
-				c, err1 := time.Parse(time.RFC3339, st.Metadata.CreationTimestamp)
-				d, err2 := time.Parse(time.RFC3339, st.Status.CompletionTime)
-				if err1 == nil && err2 == nil {
-					api = append(api, ms(d.Sub(c)))
-				}
-				deleteNamespace(b, n, ns) // now, not at the end: one namespace at a time
-				b.StartTimer()
-			}
-			b.Logf("per job, in order: creation → Complete %.0f ms; → the app's start %.0f ms; its end → Complete %.0f ms", total, start, tail)
-			// The timer ran from each Job's creation to its Complete condition seen: the mean.
-			b.ReportMetric(ms(b.Elapsed())/float64(b.N), "ms/job")
-			total.report(b, "ms/job", false, true)
-			start.report(b, "start-ms/job", true, false)
-			tail.report(b, "tail-ms/job", true, false)
-			api.report(b, "api-ms/job", true, false)
-		})
+		b.Run(v.name, func(b *testing.B) { benchJob(b, n, "bench-"+v.name, "job", v.job(b)) })
 	}
+}
+
+// benchJob runs the Job job once per iteration, each in a fresh namespace named after base, and
+// reports BenchmarkNodeJob's metrics; app is the container whose log has the app's start and
+// end.
+func benchJob(b *testing.B, n *kubetest.Node, base, app string, job map[string]any) {
+	name := job["metadata"].(map[string]any)["name"].(string)
+	var total, start, tail, api series
+	for b.Loop() {
+		b.StopTimer()
+		ns := namespace(b, n, base)
+		serviceAccounts(b, n, ns, []byte(serviceAccountLine(job)))
+		b.StartTimer()
+		begin := time.Now()
+		n.Create(b, "/apis/batch/v1/namespaces/"+ns+"/jobs", job)
+		st, seen := waitComplete(b, n, ns, name)
+		b.StopTimer()
+		started, exited := appTimes(b, n, ns, waitJobPod(b, n, ns, name), app)
+		total = append(total, ms(seen.Sub(begin)))
+		start = append(start, ms(started.Sub(begin)))
+		tail = append(tail, ms(seen.Sub(exited)))
+		c, err1 := time.Parse(time.RFC3339, st.Metadata.CreationTimestamp)
+		d, err2 := time.Parse(time.RFC3339, st.Status.CompletionTime)
+		if err1 == nil && err2 == nil {
+			api = append(api, ms(d.Sub(c)))
+		}
+		deleteNamespace(b, n, ns) // now, not at the end: one namespace at a time
+		b.StartTimer()
+	}
+	b.Logf("per job, in order: creation → Complete %.0f ms; → the app's start %.0f ms; its end → Complete %.0f ms", total, start, tail)
+	// The timer ran from each Job's creation to its Complete condition seen: the mean.
+	b.ReportMetric(ms(b.Elapsed())/float64(b.N), "ms/job")
+	total.report(b, "ms/job", false, true)
+	start.report(b, "start-ms/job", true, false)
+	tail.report(b, "tail-ms/job", true, false)
+	api.report(b, "api-ms/job", true, false)
+}
+
+// serviceAccountLine is the Job's pod's serviceAccountName as a YAML line, for serviceAccounts;
+// "" without one.
+func serviceAccountLine(job map[string]any) string {
+	_, spec := podTemplate(job)
+	if sa, _ := spec["serviceAccountName"].(string); sa != "" {
+		return "serviceAccountName: " + sa
+	}
+	return ""
+}
+
+// BenchmarkNodeNative measures, as BenchmarkNodeJob does, the Cloud SQL example (the real
+// proxy) wrapped, as deploy/examples writes it (--native never, its proxy kept classic), and
+// converted (`kubectl sidesync inject --native always` of deploy/examples/plain without the
+// annotation that keeps the proxy classic): the proxy a native sidecar with the catalog's
+// startup probe, no wrapper. The other Job examples' converted output is their wrapped one
+// (TestExamplesNative).
+//
+//	go test -run '^$' -bench 'BenchmarkNodeNative' -benchtime 3x -count 1 .
+func BenchmarkNodeNative(b *testing.B) {
+	n := testNode(b)
+	wrapped := streamObject(b, exampleStream(b, "cloudsql", "init-copy"), "Job")
+	stream, _ := injectNative(b, writeJob(b, convertibleCloudSQL(b, "db-migrate")), "always")
+	converted := streamObject(b, stream, "Job")
+	app := appOf(b, wrapped)
+	b.Run("cloudsql/wrapped", func(b *testing.B) { benchJob(b, n, "bench-cloudsql-wrapped", app, wrapped) })
+	b.Run("cloudsql/converted", func(b *testing.B) { benchJob(b, n, "bench-cloudsql-native", app, converted) })
 }
 
 // BenchmarkNodeMemory measures the peak memory of the OSM example's app container as the

@@ -7,7 +7,11 @@
 //   - the sidecars a mesh's webhook adds after inject ran (a webhook the test registers, from the
 //     catalog's container names and marks) are found through the downward API and through the
 //     API, and told to quit by their protocol;
-//   - restart rules, several apps, signals and native sidecars, as the README says.
+//   - restart rules, several apps, signals and native sidecars, as the README says;
+//   - native conversion: each Job example under `kubectl sidesync inject --native always`
+//     (converted, or the reason it is not), the real Cloud SQL Auth Proxy made native beside an
+//     app with a command and one without, and the webhook's --native auto, which wraps a pod
+//     that may land on a node whose kubelet is too old and converts it where it may not.
 //
 // The node's binaries are built by .ci/build-kube.sh; without them, or without root, the tests
 // skip with one line saying why (they fail instead with SIDESYNC_NODE_REQUIRED=1, as in CI).

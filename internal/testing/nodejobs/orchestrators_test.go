@@ -798,25 +798,5 @@ func TestNativeSidecars(t *testing.T) {
 	ns := namespace(t, n, "cloudsql-native")
 	job := createOne(t, n, ns, "Job", stream)
 	p := waitJob(t, n, ns, job, "Complete", time.Now())
-	name := p.Metadata.Name
-	log := terminated(t, n, ns, p, "report", 0)
-	mustContain(t, "report", log, `app: check `+regexp.QuoteMeta(readyURL("cloudsql"))+` 2\d\d`)
-	st := p.status("cloud-sql-proxy")
-	if st == nil || st.State.Terminated == nil {
-		t.Fatalf("cloud-sql-proxy has not terminated: %s", describe(p))
-	}
-	if st.RestartCount != 0 {
-		t.Errorf("cloud-sql-proxy restarted %d times, want 0", st.RestartCount)
-	}
-	if pf, rf := finishedAt(t, p, "cloud-sql-proxy"), finishedAt(t, p, "report"); pf.Before(rf) {
-		t.Errorf("cloud-sql-proxy finished at %s, before report at %s", pf, rf)
-	}
-	proxyLog := containerLog(t, n, ns, name, "cloud-sql-proxy")
-	// --exit-zero-on-sigterm: the kubelet's SIGTERM ends it with 0.
-	if st.State.Terminated.ExitCode != 0 {
-		t.Errorf("cloud-sql-proxy exited %d (%s) when the kubelet stopped it, want 0 (--exit-zero-on-sigterm):\n%s",
-			st.State.Terminated.ExitCode, st.State.Terminated.Reason, proxyLog)
-	}
-	mustContain(t, "cloud-sql-proxy", proxyLog, `(?i)SIGTERM`)
-	t.Logf("cloud-sql-proxy stopped by the kubelet after report: exit %d (%s)", st.State.Terminated.ExitCode, st.State.Terminated.Reason)
+	checkNativeRun(t, n, ns, p, "report", "cloud-sql-proxy", readyURL("cloudsql"))
 }
