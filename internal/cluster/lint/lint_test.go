@@ -20,7 +20,8 @@ func TestLines(t *testing.T) {
 			`{name: cloud-sql-proxy, image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.1, args: [--health-check, my:project:db]}`)),
 			[]string{"Job/report: error: container cloud-sql-proxy (Cloud SQL Auth Proxy) is a classic sidecar whose /quitquitquit endpoint (--quitquitquit) is off: " +
 				"nothing can tell it to quit, so the Job never completes; add --quitquitquit (and --admin-port if 9091 is taken), " +
-				"or run it as a native sidecar (in initContainers, with restartPolicy: Always)"}},
+				"or run it as a native sidecar, as kubectl sidesync inject --native does: move it into initContainers with restartPolicy: Always, " +
+				"startupProbe: {httpGet: {path: /startup, port: 9090}}, and env CSQL_PROXY_HTTP_ADDRESS=0.0.0.0"}},
 		{"Istio, nothing quits it", job(noAnn, containers(app, istioProxy)),
 			[]string{"Job/report: error: container istio-proxy (Istio) is a classic sidecar and nothing tells it to quit: it keeps running after the app ends, " +
 				"so the Job never completes; wrap the apps with sidesync (kubectl sidesync inject; an app without a command needs --resolve), " +

@@ -3,6 +3,7 @@ package lint
 import (
 	"strings"
 
+	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/internal/shared/restart"
@@ -20,6 +21,9 @@ type pod struct {
 	apps      []*appContainer // the app containers, in order
 	// expected are the sidecars the pod expects from its namespace (catalog.Expected).
 	expected []catalog.Expectation
+	// conversions are what kubectl sidesync inject --native does with each sidecar that is not
+	// native yet, by container name.
+	conversions map[string]inject.Conversion
 }
 
 // appContainer is an app container, and the sidesync it runs if any.
@@ -37,6 +41,10 @@ func newPod(o Object) *pod {
 	p.completes = o.Kind != manifest.Pod || policy == string(restart.Never) || policy == string(restart.OnFailure)
 	p.sorted = catalog.Sort(o.Pod, catalog.Options{Requests: true})
 	p.expected = catalog.Expected(o.Pod)
+	p.conversions = map[string]inject.Conversion{}
+	for _, c := range inject.Conversions(o.Pod) {
+		p.conversions[c.Container] = c
+	}
 	for _, c := range p.sorted.Apps {
 		p.apps = append(p.apps, &appContainer{c: c, w: readWrapper(c)})
 	}

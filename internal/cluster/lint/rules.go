@@ -132,7 +132,7 @@ func neverQuits(p *pod) []Finding {
 		if ws := p.wrapped(); len(ws) > 0 {
 			fix = "let the apps' sidesync quit it (" + whyNoQuit(ws) + ")"
 		}
-		if n := nativeFix(s); n != "" {
+		if n := p.nativeFix(s); n != "" {
 			fix += ", or " + n
 		}
 		f := Finding{Severity: Error, Rule: RuleNeverQuits, Container: s.ContainerName(),
@@ -213,10 +213,16 @@ func quitPath(e *catalog.Entry) string {
 	return u.Path
 }
 
-// nativeFix says how to make the sidecar native: the injector's annotation for one an injector
-// adds, else moving the container; "" when neither applies (Vault's injector has no native
-// sidecars).
-func nativeFix(s *catalog.Sidecar) string {
+// nativeFix says how to make the sidecar native: the exact change where kubectl sidesync inject
+// --native would make it (inject.Conversions, the one decision), the injector's annotation for
+// one an injector adds, else moving the container; "" when none applies (Vault's injector has no
+// native sidecars).
+func (p *pod) nativeFix(s *catalog.Sidecar) string {
+	if s.Container != nil {
+		if c, ok := p.conversions[s.Container.Name]; ok && c.Native {
+			return "run it as a native sidecar, as kubectl sidesync inject --native does: " + changeText(c.Change)
+		}
+	}
 	switch {
 	case s.Entry != nil && len(s.Entry.Native.Marks) > 0 && (s.Container == nil || s.Entry.Container == s.Container.Name):
 		return "have it injected as a native sidecar (" + s.Entry.Native.Marks[0].YAML() + ")"
@@ -226,6 +232,27 @@ func nativeFix(s *catalog.Sidecar) string {
 		return "run it as a native sidecar (in initContainers, with restartPolicy: Always)"
 	}
 	return ""
+}
+
+// changeText is a conversion to a native sidecar as a fix: "move it into initContainers with
+// restartPolicy: Always, startupProbe: {httpGet: {path: /startup, port: 9090}}, and env
+// CSQL_PROXY_HEALTH_CHECK=true".
+func changeText(ch catalog.NativeChange) string {
+	t := "move it into initContainers with restartPolicy: Always"
+	if ch.Probe {
+		t += ", startupProbe: {httpGet: {path: " + ch.Path + ", port: " + strconv.Itoa(ch.Port) + "}}"
+	}
+	var env []string
+	for _, e := range ch.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	if len(env) > 0 {
+		t += ", and env " + strings.Join(env, ", ")
+	}
+	if !ch.Probe {
+		t += " (" + ch.Why + ")"
+	}
+	return t
 }
 
 // endpointsOff: a classic sidecar whose settings switch all its endpoints off (Istio's status
@@ -242,7 +269,7 @@ func endpointsOff(p *pod) []Finding {
 		f := Finding{Severity: Error, Rule: RuleEndpointsOff, Container: s.ContainerName(),
 			Message: who(s) + " is a classic sidecar whose " + s.EndpointsOff + " switches its endpoints off: nothing can tell it to quit, " + p.neverCompletes(),
 			Fix:     "remove " + s.EndpointsOff}
-		if n := nativeFix(s); n != "" {
+		if n := p.nativeFix(s); n != "" {
 			f.Fix += ", or " + n
 		}
 		fs = append(fs, mayBeNative(s, f))
@@ -267,7 +294,7 @@ func quitOff(p *pod) []Finding {
 		f := Finding{Severity: Error, Rule: off.Rule, Container: s.ContainerName(),
 			Message: who(s) + " is a classic sidecar whose " + off.What + " is off: nothing can tell it to quit, " + never,
 			Fix:     off.Fix}
-		if n := nativeFix(s); n != "" {
+		if n := p.nativeFix(s); n != "" {
 			f.Fix += ", or " + n
 		}
 		switch {
@@ -463,7 +490,7 @@ func handshake(p *pod) []Finding {
 		}
 		f := Finding{Severity: Info, Rule: RuleHandshake, Container: s.ContainerName(),
 			Message: who(s) + " ends by " + s.Handshake + "; it ends when the app does, and sidesync has nothing to do for it"}
-		if n := nativeFix(s); n != "" {
+		if n := p.nativeFix(s); n != "" {
 			f.Fix = "simpler: " + n + ", and drop the handshake"
 		}
 		fs = append(fs, f)
@@ -494,7 +521,7 @@ func fromNamespace(p *pod) []Finding {
 			f.Severity = Warning
 			f.Message += "; if it comes as a classic sidecar, nothing tells it to quit: it keeps running after the app ends, " + p.neverCompletes()
 			f.Fix = ask
-			if n := nativeFix(&catalog.Sidecar{Entry: e}); n != "" {
+			if n := p.nativeFix(&catalog.Sidecar{Entry: e}); n != "" {
 				f.Fix = strings.TrimPrefix(f.Fix+", or "+n, ", or ")
 			}
 		default:
