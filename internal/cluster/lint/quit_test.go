@@ -1,6 +1,9 @@
 package lint
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestNeverQuits is rule 1: a classic sidecar in a pod that runs to completion, and nothing to
 // tell it to quit.
@@ -132,6 +135,23 @@ func TestCloudSQL(t *testing.T) {
 			proxy(`, restartPolicy: Always`)+`]}`), []short{warningOf(RuleNoStartupProbe, "cloud-sql-proxy")}},
 		{"long-running Pod", podYAML(noAnn, `{containers: [`+app+`, `+proxy(``)+`]}`), nil},
 	})
+}
+
+// TestCloudSQLv1Fix: the v1 proxy has no quit endpoint at all, so the fix for a v1 proxy that
+// nothing tells to quit is to move to v2 or make it native, never to wrap the apps, which could
+// not quit it either.
+func TestCloudSQLv1Fix(t *testing.T) {
+	fs := lintOne(t, job(noAnn, containers(app, `{name: proxy, image: gcr.io/cloudsql-docker/gce-proxy:1.37.0, command: [/cloud_sql_proxy, -instances=p:r:db=tcp:5432]}`)))
+	for _, f := range fs {
+		if f.Rule != RuleNeverQuits {
+			continue
+		}
+		if strings.Contains(f.Fix, "wrap the apps") || !strings.Contains(f.Fix, "move to v2") || !strings.Contains(f.Fix, "native sidecar") {
+			t.Errorf("the fix for a v1 proxy that never quits: %q", f.Fix)
+		}
+		return
+	}
+	t.Errorf("no %s finding:\n%s", RuleNeverQuits, lines(fs))
 }
 
 // TestVault is rule 4: Vault Agent's quit API is off unless the pod enables it.

@@ -129,7 +129,10 @@ func neverQuits(p *pod) []Finding {
 			continue
 		}
 		fix := "wrap the apps with sidesync (kubectl sidesync inject; an app without a command needs --resolve)"
-		if ws := p.wrapped(); len(ws) > 0 {
+		switch ws := p.wrapped(); {
+		case s.QuitOff != nil && s.QuitOff.Unavailable: // no quit endpoint at all: wrapping cannot help
+			fix = s.QuitOff.Fix
+		case len(ws) > 0:
 			fix = "let the apps' sidesync quit it (" + whyNoQuit(ws) + ")"
 		}
 		if n := p.nativeFix(s); n != "" {

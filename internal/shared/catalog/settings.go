@@ -68,7 +68,7 @@ func (s *Sidecar) off(v *manifest.PodView, sw *Switch) *Off {
 	if s.Container != nil {
 		for _, m := range sw.Unavailable {
 			if m.Matches(v, s.Container) {
-				return &Off{Rule: sw.Rule, What: sw.What, Fix: sw.UnavailableFix, Certain: true}
+				return &Off{Rule: sw.Rule, What: sw.What, Fix: sw.UnavailableFix, Certain: true, Unavailable: true}
 			}
 		}
 	}

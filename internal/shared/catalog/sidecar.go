@@ -59,6 +59,9 @@ type Off struct {
 	// not show (a variable from a ConfigMap, a Secret or a field): the endpoint is taken as on,
 	// and the user is told to make sure it is.
 	Hidden string
+	// Unavailable: this container of the sidecar has no such endpoint at all (Switch.Unavailable),
+	// and Fix says what to use instead.
+	Unavailable bool
 }
 
 // Name is the sidecar's profile name, or "" for a native sidecar the catalog does not know.
