@@ -12,6 +12,7 @@ import (
 
 	"github.com/sidesync/sidesync/internal/cluster/admission"
 	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/cluster/kubeversion"
 	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
@@ -37,6 +38,13 @@ Flags:
   --image REF        the sidesync image (default: this release's, ` + buildinfo.ImageRepository + `:VERSION;
                      required for a development build)
   --delivery MODE    init-copy (default) or image-volume (Kubernetes >= 1.35)
+  --native MODE      auto (default), always or never: with native, a pod with a classic sidecar
+                     that 'kubectl sidesync inject --native' may make a native sidecar is left
+                     as it is (` + admission.ReasonPolicyCannot + `: the policy cannot convert yet), every other made as
+                     inject --native makes it; never makes today's pods, sidecars classic. auto
+                     is native: the policy needs a 1.36 API server, Kubernetes' version skew
+                     policy keeps kubelets within three minors of it (1.33 or later), and every
+                     one of those runs native sidecars by default (docs/POLICY.md)
   --namespace NS     a namespace never selected, besides kube-system, kube-public and
                      kube-node-lease (the webhook's own, if one runs too)
   --backstop-only    print only the ValidatingAdmissionPolicy and its bindings, for beside the
@@ -99,6 +107,7 @@ func parsePolicyFlags(args []string, build buildinfo.Info) (admission.PolicyOpti
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.Image, "image", "", "")
 	fs.StringVar(&delivery, "delivery", string(inject.InitCopy), "")
+	native := fs.String("native", string(inject.NativeAuto), "")
 	fs.StringVar(&o.Namespace, "namespace", "", "")
 	fs.BoolVar(&backstopOnly, "backstop-only", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -121,11 +130,32 @@ func parsePolicyFlags(args []string, build buildinfo.Info) (admission.PolicyOpti
 			errs = append(errs, err)
 		}
 	}
+	if mode, err := inject.ParseNativeMode(*native); err != nil {
+		errs = append(errs, err)
+	} else {
+		o.Native = policyNative(mode)
+	}
 	if o.Namespace != "" && !dnsLabel(o.Namespace) {
 		errs = append(errs, fmt.Errorf("--namespace %q: not a namespace name", o.Namespace))
 	}
 	return o, backstopOnly, errors.Join(errs...)
 }
+
+// policyNative resolves --native for the policy. MutatingAdmissionPolicy v1 needs a 1.36 API
+// server, and Kubernetes' version skew policy lets a kubelet be at most three minors older
+// (1.33), past kubeversion.NativeKubelet: every node such a cluster may have runs native
+// sidecars by default, so auto is native (docs/POLICY.md).
+func policyNative(m inject.NativeMode) bool {
+	return m.Native(kubeversion.Version{Minor: policyAPIServerMinor - kubeletSkew})
+}
+
+// policyAPIServerMinor is the first Kubernetes 1.x to serve MutatingAdmissionPolicy v1, and
+// kubeletSkew how many minors older than the API server the version skew policy lets a kubelet
+// be (https://kubernetes.io/releases/version-skew-policy/#kubelet).
+const (
+	policyAPIServerMinor = 36
+	kubeletSkew          = 3
+)
 
 // dnsLabel reports whether s is an RFC 1123 label, as namespace names are.
 func dnsLabel(s string) bool {

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidesync/sidesync/internal/cluster/admission"
+	"github.com/sidesync/sidesync/internal/cluster/inject"
 )
 
 // TestPolicyFlags: a bad command line exits 2 and writes nothing on stdout.
@@ -18,6 +19,7 @@ func TestPolicyFlags(t *testing.T) {
 		{"--image", "x:1", "extra"},
 		{"--image", "has space"},
 		{"--image", "x:1", "--namespace", "Not_A_Name"},
+		{"--image", "x:1", "--native", "sometimes"},
 		{}, // a development build has no release image
 	} {
 		var out, errOut bytes.Buffer
@@ -28,6 +30,27 @@ func TestPolicyFlags(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run([]string{"policy", "--help"}, devBuild, nil, &out, &errOut); code != 0 || !strings.Contains(out.String(), "kubectl sidesync policy | kubectl apply -f -") {
 		t.Errorf("--help: exit %d, %q", code, out.String())
+	}
+}
+
+// TestPolicyNative: --native auto is native (the oldest kubelet a 1.36 API server may have runs
+// native sidecars by default), always too, never not; never prints the policy of no --native
+// conversion at all (the variable nativeMay only with native).
+func TestPolicyNative(t *testing.T) {
+	if !policyNative(inject.NativeAuto) || !policyNative(inject.NativeAlways) || policyNative(inject.NativeNever) {
+		t.Errorf("auto %v, always %v, never %v; want true, true, false", policyNative(inject.NativeAuto), policyNative(inject.NativeAlways), policyNative(inject.NativeNever))
+	}
+	for _, tt := range []struct {
+		args   []string
+		native bool
+	}{{nil, true}, {[]string{"--native", "always"}, true}, {[]string{"--native", "never"}, false}} {
+		var out, errOut bytes.Buffer
+		if code := run(append([]string{"policy", "--image", "x:1"}, tt.args...), devBuild, nil, &out, &errOut); code != 0 {
+			t.Fatalf("%q: exit %d: %s", tt.args, code, errOut.String())
+		}
+		if got := strings.Contains(out.String(), "nativeMay"); got != tt.native {
+			t.Errorf("%q: the policy converts: %v, want %v", tt.args, got, tt.native)
+		}
 	}
 }
 
