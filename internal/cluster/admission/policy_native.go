@@ -20,8 +20,8 @@ import (
 // (catalog.Sort with Requests) otherwise than without it. It holds when p has a regular
 // container other than its sidecars (inject.Conversions converts nothing in a pod without) and
 // either a sidecar among its regular containers whose catalog row converts it (Entry.Convert),
-// or that mounts a volume that another regular container mounts too (it may end by a
-// hand-written shutdown handshake, catalog.HandshakeQuit, which Native leaves unwrapped), or a
+// or that runs a shell and mounts a volume that another regular container mounts too (it may end
+// by a hand-written shutdown handshake, catalog.HandshakeQuit, which Native leaves alone), or a
 // sidecar that the pod announces and does not hold, whose mesh's injector takes an annotation
 // for a native sidecar (which Native adds), or a native sidecar of the catalog without a startup
 // probe (Native may find nothing to wait for in it, and the pod needs no wrapper). It is a superset of what inject.Conversions acts on,
@@ -42,7 +42,7 @@ func nativeMay(p *catalog.Pod) bool {
 				return true
 			}
 		case slices.Contains(p.View.Containers, s.Container):
-			if s.Entry.Convert != nil || sharesMount(s.Container, p.View.Containers) {
+			if s.Entry.Convert != nil || catalog.RunsShell(s.Container.Argv()) && sharesMount(s.Container, p.View.Containers) {
 				return true
 			}
 		}
@@ -79,7 +79,7 @@ func mountNames(c *manifest.Container) []string {
 // claims of the regular and the native containers).
 func nativeMayCEL(k *catalog.SortCEL) string {
 	converts := k.SidecarRows("variables.ent[i]", func(e *catalog.Entry) string { return strconv.FormatBool(e.Convert != nil) }, "false")
-	shares := "has(c.volumeMounts) && size(object.spec.containers.transformList(j, o, j != i && has(o.volumeMounts) && " +
+	shares := catalog.RunsShellCEL("c") + " && has(c.volumeMounts) && size(object.spec.containers.transformList(j, o, j != i && has(o.volumeMounts) && " +
 		"o.volumeMounts.exists(om, has(om.name) && c.volumeMounts.exists(m, has(m.name) && m.name == om.name)), j)) > 0"
 	held := "size(object.spec.containers.transformList(i, c, " + k.Sidecar("variables.ent[i]") + " && (" + converts + " || " + shares + "), i)) > 0"
 	asked := k.Unclaimed(func(e *catalog.Entry) bool { return e.IsProfile() && len(e.Native.Marks) > 0 }, "variables.ent", "variables.nativeEnt")
