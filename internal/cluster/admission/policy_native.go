@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
@@ -19,7 +20,8 @@ import (
 // nativeMay reports whether inject.Apply with Options.Native may change the sorted pod p
 // (catalog.Sort with Requests) otherwise than without it. It holds when p has a regular
 // container other than its sidecars (inject.Conversions converts nothing in a pod without) and
-// either a sidecar among its regular containers whose catalog row converts it (Entry.Convert),
+// either a sidecar among its regular containers whose catalog row converts it (Entry.Convert)
+// and that neither the user keeps classic (inject.KeptClassic) nor sets a restartPolicy,
 // or that runs a shell and mounts a volume that another regular container mounts too (it may end
 // by a hand-written shutdown handshake, catalog.HandshakeQuit, which Native leaves alone), or a
 // sidecar that the pod announces and does not hold, whose mesh's injector takes an annotation
@@ -42,7 +44,8 @@ func nativeMay(p *catalog.Pod) bool {
 				return true
 			}
 		case slices.Contains(p.View.Containers, s.Container):
-			if s.Entry.Convert != nil || catalog.RunsShell(s.Container.Argv()) && sharesMount(s.Container, p.View.Containers) {
+			converts := s.Entry.Convert != nil && !inject.KeptClassic(p.View, s.Container.Name) && s.Container.RestartPolicy == ""
+			if converts || catalog.RunsShell(s.Container.Argv()) && sharesMount(s.Container, p.View.Containers) {
 				return true
 			}
 		}
@@ -78,7 +81,8 @@ func mountNames(c *manifest.Container) []string {
 // nativeMayCEL is nativeMay in CEL, over the policy's variables ent and nativeEnt (the catalog's
 // claims of the regular and the native containers).
 func nativeMayCEL(k *catalog.SortCEL) string {
-	converts := k.SidecarRows("variables.ent[i]", func(e *catalog.Entry) string { return strconv.FormatBool(e.Convert != nil) }, "false")
+	converts := "(" + k.SidecarRows("variables.ent[i]", func(e *catalog.Entry) string { return strconv.FormatBool(e.Convert != nil) }, "false") +
+		" && !" + inject.KeptClassicCEL("variables.ann", "c.name") + " && !has(c.restartPolicy))"
 	shares := catalog.RunsShellCEL("c") + " && has(c.volumeMounts) && size(object.spec.containers.transformList(j, o, j != i && has(o.volumeMounts) && " +
 		"o.volumeMounts.exists(om, has(om.name) && c.volumeMounts.exists(m, has(m.name) && m.name == om.name)), j)) > 0"
 	held := "size(object.spec.containers.transformList(i, c, " + k.Sidecar("variables.ent[i]") + " && (" + converts + " || " + shares + "), i)) > 0"

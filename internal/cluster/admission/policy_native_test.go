@@ -18,6 +18,11 @@ import (
 var nativeSynthetic = []string{
 	`spec: {containers: [{name: app, image: example/app:1, command: [/app]}, {name: proxy, image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.0, args: [p:r:i]}]}`,
 	`spec: {containers: [{name: proxy, image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.0, args: [p:r:i]}]}`,
+	`metadata: {annotations: {sidesync.io/classic: " other, proxy "}}
+spec: {containers: [{name: app, image: example/app:1, command: [/app]}, {name: proxy, image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.0, args: [p:r:i]}]}`,
+	`metadata: {annotations: {sidesync.io/classic: "prox"}}
+spec: {containers: [{name: app, image: example/app:1, command: [/app]}, {name: proxy, image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.0, args: [p:r:i]}]}`,
+	`spec: {containers: [{name: app, image: example/app:1, command: [/app]}, {name: proxy, image: gcr.io/cloud-sql-connectors/cloud-sql-proxy:2.14.0, args: [p:r:i], restartPolicy: Never}]}`,
 	`spec: {volumes: [{name: done, emptyDir: {}}], containers: [{name: app, image: example/app:1, command: [sh, -c, "/app; touch /done/x"], volumeMounts: [{name: done, mountPath: /done}]}, {name: istio-proxy, image: istio/proxyv2, command: [sh, -c, "envoy & while [ ! -f /done/x ]; do sleep 1; done; kill %1"], volumeMounts: [{name: done, mountPath: /done}]}]}`,
 	`spec: {volumes: [{name: cfg, emptyDir: {}}], initContainers: [{name: init, image: example/init:1, volumeMounts: [{name: cfg, mountPath: /cfg}]}], containers: [{name: app, image: example/app:1, command: [/app]}, {name: istio-proxy, image: istio/proxyv2, args: [proxy], volumeMounts: [{name: cfg, mountPath: /cfg}]}]}`,
 	`metadata: {labels: {sidecar.istio.io/inject: "true"}}
