@@ -38,6 +38,11 @@ Flags:
   --image REF        the sidesync image (default: this release's, ` + buildinfo.ImageRepository + `:VERSION;
                      required for a development build)
   --delivery MODE    init-copy (default) or image-volume (Kubernetes >= 1.35)
+  --native MODE      auto (default), always or never. The policy cannot yet turn a classic
+                     sidecar into a native one (a JSON Patch that moves it into initContainers
+                     with inject's probe and placement): auto wraps the apps as never does, so
+                     that no pod is left to hang, and says so; always is refused (use kubectl
+                     sidesync inject --native, or the webhook's native: always) (docs/POLICY.md)
   --namespace NS     a namespace never selected, besides kube-system, kube-public and
                      kube-node-lease (the webhook's own, if one runs too)
   --backstop-only    print only the ValidatingAdmissionPolicy and its bindings, for beside the
@@ -87,6 +92,9 @@ func runPolicy(args []string, build buildinfo.Info, stdout, stderr io.Writer) in
 		return 2
 	}
 	needs := policyNeeds(o, backstopOnly)
+	if !backstopOnly {
+		fmt.Fprintln(stderr, "kubectl sidesync policy: "+policyNativeNote)
+	}
 	fmt.Fprintf(stderr, "kubectl sidesync policy: the output needs %s\n", needs)
 	out = append([]byte("# kubectl sidesync policy "+build.Version+": needs "+needs+"\n"), out...)
 	if _, err := stdout.Write(out); err != nil {
@@ -105,6 +113,7 @@ func parsePolicyFlags(args []string, build buildinfo.Info) (admission.PolicyOpti
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.Image, "image", "", "")
 	fs.StringVar(&delivery, "delivery", string(inject.InitCopy), "")
+	native := fs.String("native", string(inject.NativeAuto), "")
 	fs.StringVar(&o.Namespace, "namespace", "", "")
 	fs.BoolVar(&backstopOnly, "backstop-only", false, "")
 	kubeVersion := fs.String("kube-version", "", "")
@@ -133,11 +142,23 @@ func parsePolicyFlags(args []string, build buildinfo.Info) (admission.PolicyOpti
 			errs = append(errs, err)
 		}
 	}
+	if mode, err := inject.ParseNativeMode(*native); err != nil {
+		errs = append(errs, err)
+	} else {
+		native, err := policyNative(mode)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		o.Native = native
+	}
 	if o.Namespace != "" && !dnsLabel(o.Namespace) {
 		errs = append(errs, fmt.Errorf("--namespace %q: not a namespace name", o.Namespace))
 	}
 	return o, backstopOnly, errors.Join(errs...)
 }
+
+// policyNativeNote is what --native auto tells on stderr.
+const policyNativeNote = "--native auto wraps the apps, sidecars classic: the policy cannot turn sidecars into native ones yet (kubectl sidesync inject --native and the webhook can)"
 
 // policyFeatures are the features of Kubernetes the output uses beyond kubeversion.Oldest's.
 func policyFeatures(o admission.PolicyOptions, backstopOnly bool) []kubeversion.Feature {
@@ -162,6 +183,19 @@ func policyNeeds(o admission.PolicyOptions, backstopOnly bool) string {
 		}
 	}
 	return "Kubernetes " + kubeversion.Needs(fs...).String() + " or newer (" + why + ")"
+}
+
+// policyNative resolves --native for the policy, which cannot convert sidecars yet: auto wraps
+// as never does (a pod the policy left alone, unconverted and unwrapped, would hang), and always
+// is refused. admission.PolicyOptions.Native, the exact part of the conversion (every pod made
+// as inject --native makes it, or left alone with policy-cannot), is not offered until the
+// conversion itself is in CEL (docs/POLICY.md).
+func policyNative(m inject.NativeMode) (bool, error) {
+	// Every mode but always wraps: auto says so on stderr (policyNativeNote).
+	if m == inject.NativeAlways {
+		return false, fmt.Errorf("--native always: the policy cannot turn sidecars into native ones yet; use kubectl sidesync inject --native, or the webhook (the chart's native: always)")
+	}
+	return false, nil
 }
 
 // dnsLabel reports whether s is an RFC 1123 label, as namespace names are.

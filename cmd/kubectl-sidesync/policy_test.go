@@ -18,6 +18,7 @@ func TestPolicyFlags(t *testing.T) {
 		{"--image", "x:1", "extra"},
 		{"--image", "has space"},
 		{"--image", "x:1", "--namespace", "Not_A_Name"},
+		{"--image", "x:1", "--native", "sometimes"},
 		{}, // a development build has no release image
 	} {
 		var out, errOut bytes.Buffer
@@ -28,6 +29,33 @@ func TestPolicyFlags(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := run([]string{"policy", "--help"}, devBuild, nil, &out, &errOut); code != 0 || !strings.Contains(out.String(), "kubectl sidesync policy | kubectl apply -f -") {
 		t.Errorf("--help: exit %d, %q", code, out.String())
+	}
+}
+
+// TestPolicyNative: the policy cannot convert sidecars yet: auto wraps as never does and says so,
+// always is refused with nothing written, and neither prints the exact part of the conversion
+// (the variable nativeMay), which would leave a convertible pod unwrapped to hang.
+func TestPolicyNative(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{nil, 0, policyNativeNote},
+		{[]string{"--native", "never"}, 0, policyNativeNote},
+		{[]string{"--native", "always"}, 2, "--native always: the policy cannot turn sidecars into native ones yet"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(append([]string{"policy", "--image", "x:1"}, tt.args...), devBuild, nil, &out, &errOut)
+		if code != tt.code || !strings.Contains(errOut.String(), tt.stderr) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tt.args, code, errOut.String(), tt.code, tt.stderr)
+		}
+		if strings.Contains(out.String(), "nativeMay") {
+			t.Errorf("%q: the policy offers the exact part of native conversion, which leaves convertible pods unwrapped", tt.args)
+		}
+		if tt.code != 0 && out.Len() > 0 {
+			t.Errorf("%q: refused, but wrote %d bytes", tt.args, out.Len())
+		}
 	}
 }
 

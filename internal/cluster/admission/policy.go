@@ -205,6 +205,10 @@ type PolicyOptions struct {
 	Version  string
 	Image    string
 	Delivery inject.Delivery
+	// Native is inject.Options.Native (kubectl sidesync policy --native: auto is native, see
+	// docs/POLICY.md): a pod that it may change otherwise (nativeMay) is left alone with
+	// ReasonPolicyCannot, every other pod made as inject.Apply with Native makes it.
+	Native bool
 	// Namespace is never selected (the injector's, if one runs too).
 	Namespace string
 }
@@ -274,7 +278,7 @@ func probeApply(o PolicyOptions, n int) (*probe, error) {
 		cs = append(cs, map[string]any{"name": fmt.Sprintf("%s%d", probeName, i), "image": "probe", "command": []any{"probe"}})
 	}
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "probe"}, "spec": map[string]any{"containers": cs}}
-	out, r, err := inject.Apply(pod, manifest.TypeMeta{}, inject.Options{Version: o.Version, Image: o.Image, Delivery: o.Delivery}, nil)
+	out, r, err := inject.Apply(pod, manifest.TypeMeta{}, inject.Options{Version: o.Version, Image: o.Image, Delivery: o.Delivery, Native: o.Native}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -356,12 +360,19 @@ func policySpec(o PolicyOptions) (*admissionregistrationv1.MutatingAdmissionPoli
 		// clash is inject's rule over all the apps (a path below /sidesync counts in an app wrapped
 		// before too, as in Apply); ok leaves a pod with such an app alone in any case.
 		{Name: "clash", Expression: inject.ClashCEL("object.spec", "variables.apps")},
-		{Name: "ok", Expression: "size(variables.wrapped) > 0 && !variables.nativeOnly && !variables.clash && " +
+	}...)
+	okNative := ""
+	if o.Native {
+		vars = append(vars, admissionregistrationv1.Variable{Name: "nativeMay", Expression: nativeMayCEL(k)})
+		okNative = "!variables.nativeMay && "
+	}
+	vars = append(vars, []admissionregistrationv1.Variable{
+		{Name: "ok", Expression: "size(variables.wrapped) > 0 && !variables.nativeOnly && !variables.clash && " + okNative +
 			"variables.apps.all(c, " + inject.HasCommandCEL("c") + " && !" + inject.WrappedCEL("c") + " && " +
 			"(!has(c.restartPolicyRules) || " + restart.PlainRulesCEL("c.restartPolicyRules") + ") && " +
 			"!(has(c.env) && c.env.exists(e, " + inject.OwnedEnvCEL("e") + ")))"},
 		// skip is why a pod left alone is, as the webhook's SkippedAnnotation says it (skipCEL).
-		{Name: "skip", Expression: skipCEL(notNeeded)},
+		{Name: "skip", Expression: skipCEL(notNeeded, o.Native)},
 	}...)
 
 	// The API server hands the policy the pod's lists with what earlier admission plugins added

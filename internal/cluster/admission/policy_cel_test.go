@@ -26,8 +26,14 @@ import (
 // meets the catalog's CEL). The API server tests compare whole stored pods, with real parts;
 // this one runs everywhere.
 func TestPolicyVariablesAsInject(t *testing.T) {
+	for _, o := range []PolicyOptions{testPolicy, nativePolicy()} {
+		t.Run(fmt.Sprintf("native=%v", o.Native), func(t *testing.T) { policyVariablesAsInject(t, o) })
+	}
+}
+
+func policyVariablesAsInject(t *testing.T, o PolicyOptions) {
 	env := celeval.For(t)
-	spec, err := policySpec(testPolicy)
+	spec, err := policySpec(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +54,9 @@ func TestPolicyVariablesAsInject(t *testing.T) {
 		ok, _ := vars["ok"].(bool)
 		names, found := celStrings(t, env, "variables.wrapped", p.Object, vars), celStrings(t, env, "variables.found", p.Object, vars)
 		pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": p.Object["metadata"], "spec": p.Object["spec"]}
-		out, r, err := inject.Apply(jsonCopy(t, pod), manifest.TypeMeta{}, inject.Options{Version: testPolicy.Version, Image: testPolicy.Image, Delivery: testPolicy.Delivery}, nil)
-		injected := err == nil && len(r.Wrapped) > 0
+		out, r, err := inject.Apply(jsonCopy(t, pod), manifest.TypeMeta{}, inject.Options{Version: o.Version, Image: o.Image, Delivery: o.Delivery, Native: o.Native}, nil)
+		// with Native, the policy leaves alone what inject may convert (nativeMay)
+		injected := err == nil && len(r.Wrapped) > 0 && !(o.Native && vars["nativeMay"] == true)
 		if ok != injected {
 			t.Errorf("%s: the policy wraps it: %v; inject: %v (%v, %s)", p.Name, ok, injected, err, r)
 			continue
@@ -67,7 +74,7 @@ func TestPolicyVariablesAsInject(t *testing.T) {
 			t.Errorf("%s: the policy finds the sidecars %q, inject %q", p.Name, got, want)
 		}
 	}
-	if wrapped < 20 {
+	if min := map[bool]int{false: 20, true: 10}[o.Native]; wrapped < min {
 		t.Errorf("only %d pods wrapped", wrapped)
 	}
 }
@@ -107,8 +114,14 @@ func jsonCopy(t *testing.T, v map[string]any) map[string]any {
 // webhook wraps it (the policy wraps what it can, as TestPolicyVariablesAsInject checks), and
 // nothing where the webhook has nothing to change. Each reason is met at least once.
 func TestPolicySkipsAsTheWebhook(t *testing.T) {
+	for _, o := range []PolicyOptions{testPolicy, nativePolicy()} {
+		t.Run(fmt.Sprintf("native=%v", o.Native), func(t *testing.T) { policySkipsAsTheWebhook(t, o) })
+	}
+}
+
+func policySkipsAsTheWebhook(t *testing.T, o PolicyOptions) {
 	env := celeval.For(t)
-	spec, err := policySpec(testPolicy)
+	spec, err := policySpec(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +135,10 @@ func TestPolicySkipsAsTheWebhook(t *testing.T) {
 		`spec: {containers: [` + fmt.Sprintf(app, "") + `], initContainers: [{name: native, image: example/native:1, restartPolicy: Always, startupProbe: {tcpSocket: {port: 1}}}]}`,
 		`spec: {containers: [{name: app, image: example/app:1}, {name: istio-proxy, image: istio/proxyv2, args: [proxy]}]}`,
 	}
-	m := &Mutator{Inject: inject.Options{Version: testPolicy.Version, Image: testPolicy.Image, Delivery: testPolicy.Delivery}}
+	if o.Native {
+		synthetic = append(synthetic, nativeSynthetic...)
+	}
+	m := &Mutator{Inject: inject.Options{Version: o.Version, Image: o.Image, Delivery: o.Delivery, Native: o.Native}}
 	met := map[string]int{}
 	for _, p := range celeval.WithSynthetic(t, synthetic) {
 		if _, injected := p.Vars()["ann"].(map[string]any)[contract.InjectedAnnotation]; injected {
@@ -147,6 +163,8 @@ func TestPolicySkipsAsTheWebhook(t *testing.T) {
 			Namespace: "jobs", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}})
 		var want []string // the reasons the policy may give
 		switch {
+		case o.Native && vars["nativeMay"] == true && !slices.Contains([]string{ReasonExcluded, ReasonInvalid}, res.Reason):
+			want = []string{ReasonPolicyCannot} // nativeMay: inject may convert (TestNativeMayCoversInject)
 		case res.Reason == ReasonExcluded || res.Outcome == Errored:
 			continue // the policy's match conditions, or a pod the API server refuses
 		case res.Outcome == Skipped || res.Outcome == Denied:
@@ -189,7 +207,7 @@ func TestPolicySkipReasonsDocumented(t *testing.T) {
 		reason, _, _ := strings.Cut(strings.TrimPrefix(row, "| `"), "`")
 		documented = append(documented, reason)
 	}
-	for _, c := range skipCases("") {
+	for _, c := range skipCases("", true) {
 		if c.reason != "" && !slices.Contains(written, c.reason) {
 			written = append(written, c.reason)
 		}

@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/shared/contract"
@@ -37,7 +38,7 @@ func notNeededMessage(o PolicyOptions) (string, error) {
 	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "probe"},
 		"spec": map[string]any{"containers": []any{map[string]any{"name": probeName, "image": "probe", "command": []any{"probe"}}},
 			"initContainers": []any{native}}}
-	_, r, err := inject.Apply(pod, manifest.TypeMeta{}, inject.Options{Version: o.Version, Image: o.Image, Delivery: o.Delivery}, nil)
+	_, r, err := inject.Apply(pod, manifest.TypeMeta{}, inject.Options{Version: o.Version, Image: o.Image, Delivery: o.Delivery, Native: o.Native}, nil)
 	if err != nil {
 		return "", err
 	}
@@ -58,14 +59,17 @@ type skipCase struct {
 // before is brought up to date, and then sidesync is never "not needed"). Each condition is the
 // predicate that the variable ok already asks, rendered beside its Go (inject's, restart's);
 // restart rules that restart.PlainRulesCEL refuses are ones inject refuses too (ReasonInvalid).
-// notNeeded is inject's message for ReasonNotNeeded (notNeededMessage).
-func skipCases(notNeeded string) []skipCase {
+// notNeeded is inject's message for ReasonNotNeeded (notNeededMessage). With native
+// (PolicyOptions.Native), a pod that inject may convert is the policy's to leave alone, after a
+// clash (an error before inject converts anything) and before the rest (a converted pod may need
+// no wrapper at all, whatever its apps).
+func skipCases(notNeeded string, native bool) []skipCase {
 	first := func(cond string) string { return "variables.apps.filter(c, " + cond + ")[0]" }
 	image := func(c string) string { return "(has(" + c + ".image) ? " + c + ".image : \"\")" }
 	ownedEnv := "has(c.env) && c.env.exists(e, " + inject.OwnedEnvCEL("e") + ")"
 	plainRules := "!has(c.restartPolicyRules) || " + restart.PlainRulesCEL("c.restartPolicyRules")
 	noCommand := "!" + inject.HasCommandCEL("c")
-	return []skipCase{
+	cases := []skipCase{
 		{"", "variables.ok", ""},
 		{ReasonInvalid, "variables.clash", q("a volume, mount or container of the pod uses a name or a path that belongs to sidesync (its volumes, its install container " +
 			contract.InitContainer + ", a mount below " + contract.Owned + "), and sidesync did not add it; rename it, or remove it if an earlier sidesync left it")},
@@ -82,13 +86,20 @@ func skipCases(notNeeded string) []skipCase {
 		{ReasonInvalid, "variables.apps.exists(c, !(" + plainRules + "))", fmt.Sprintf(`"container " + %s.name + %s`,
 			first("!("+plainRules+")"), q(": restartPolicyRules with an action or an operator that is not a word sidesync knows"))},
 	}
+	if native {
+		// inject with Native finds sidesync not needed (nativeDone, which for a pod nativeMay
+		// leaves is nativeOnly) before it looks at the apps' commands, unless one is wrapped.
+		cases = slices.Insert(cases, 2, skipCase{ReasonPolicyCannot, "variables.nativeMay", q(nativeCannot)},
+			skipCase{ReasonNotNeeded, "variables.nativeOnly && !variables.apps.exists(c, " + inject.WrappedCEL("c") + ")", q(notNeeded)})
+	}
+	return cases
 }
 
 // skipCEL is the CEL of the policy's variable "skip": the value of SkippedAnnotation for a pod
 // the policy leaves alone (variables.ok false) where the webhook would write one or would wrap
 // it, "" otherwise: the first of skipCases that holds.
-func skipCEL(notNeeded string) string {
-	cases := skipCases(notNeeded)
+func skipCEL(notNeeded string, native bool) string {
+	cases := skipCases(notNeeded, native)
 	expr := `""`
 	for i := len(cases) - 1; i >= 0; i-- {
 		value := `""`

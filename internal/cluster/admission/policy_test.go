@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidesync/sidesync/internal/cluster/inject"
+	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 	"github.com/sidesync/sidesync/internal/testing/kubetest"
@@ -177,9 +178,15 @@ func examplePods(t *testing.T) map[string]map[string]any {
 // they act in the selected namespace "sel"; "plain" is not selected.
 func startPolicy(t *testing.T, d inject.Delivery) *kubetest.Cluster {
 	t.Helper()
-	c := kubetest.Start(t)
 	o := testPolicy
 	o.Delivery = d
+	return startPolicyWith(t, o)
+}
+
+// startPolicyWith is startPolicy with the policies of o.
+func startPolicyWith(t *testing.T, o PolicyOptions) *kubetest.Cluster {
+	t.Helper()
+	c := kubetest.Start(t)
 	policies, bindings, err := Policy(o)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +206,12 @@ func startPolicy(t *testing.T, d inject.Delivery) *kubetest.Cluster {
 // applied is inject.Apply's pod for pod, with the default options of delivery d.
 func applied(t *testing.T, pod map[string]any, d inject.Delivery) (map[string]any, inject.Report) {
 	t.Helper()
-	o := inject.Options{Version: testPolicy.Version, Image: testPolicy.Image, Delivery: d}
+	return appliedWith(t, pod, inject.Options{Version: testPolicy.Version, Image: testPolicy.Image, Delivery: d})
+}
+
+// appliedWith is inject.Apply's pod for pod, with o.
+func appliedWith(t *testing.T, pod map[string]any, o inject.Options) (map[string]any, inject.Report) {
+	t.Helper()
 	out, r, err := inject.Apply(pod, manifest.TypeMeta{}, o, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -210,6 +222,16 @@ func applied(t *testing.T, pod map[string]any, d inject.Delivery) (map[string]an
 // checkSame creates pod in "sel", where the policy acts, and Apply's result in "plain", where
 // nothing acts, and compares what the API server stored of both.
 func checkSame(t *testing.T, c *kubetest.Cluster, pod map[string]any, d inject.Delivery) inject.Report {
+	t.Helper()
+	o := testPolicy
+	o.Delivery = d
+	return checkSameWith(t, c, pod, o)
+}
+
+// checkSameWith is checkSame for the policies of o (installed in c). With o.Native, a pod that
+// nativeMay holds for is stored as it was created, with ReasonPolicyCannot (the policy does
+// not convert), every other as inject.Apply with Native makes it.
+func checkSameWith(t *testing.T, c *kubetest.Cluster, pod map[string]any, po PolicyOptions) inject.Report {
 	t.Helper()
 	if rp, _ := pod["spec"].(map[string]any)["restartPolicy"].(string); rp == "" || rp == "Always" {
 		// Namespace-wide selection is for pods that run to completion (RunsToCompletion): this
@@ -223,7 +245,18 @@ func checkSame(t *testing.T, c *kubetest.Cluster, pod map[string]any, d inject.D
 		labels[InjectLabel] = Enabled
 		meta["labels"] = labels
 	}
-	want, r := applied(t, pod, d)
+	o := inject.Options{Version: po.Version, Image: po.Image, Delivery: po.Delivery, Native: po.Native}
+	want, r := appliedWith(t, pod, o)
+	cannot := false
+	if po.Native {
+		v, err := manifest.ReadPod(pod, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cannot = nativeMay(catalog.Sort(v, catalog.Options{Requests: true})); cannot {
+			want = pod
+		}
+	}
 	if sa, _ := pod["spec"].(map[string]any)["serviceAccountName"].(string); sa != "" {
 		for _, ns := range []string{"sel", "plain"} {
 			// a name the API server refuses leaves the pod refused both ways
@@ -250,7 +283,11 @@ func checkSame(t *testing.T, c *kubetest.Cluster, pod map[string]any, d inject.D
 	// Where inject leaves the pod unchanged and says why, the policy records why, as the webhook
 	// does (which reason: TestPolicySkipsAsTheWebhook); nowhere else.
 	gotAnn, _ := storedGot["metadata"].(map[string]any)["annotations"].(map[string]any)
-	if _, skipped := gotAnn[SkippedAnnotation]; skipped != (r.Injected && r.Reason != "") {
+	if cannot {
+		if skipped, _ := gotAnn[SkippedAnnotation].(string); !strings.HasPrefix(skipped, ReasonPolicyCannot+": ") {
+			t.Errorf("%s: the policy's %s: %q; want %s", r.Object, SkippedAnnotation, skipped, ReasonPolicyCannot)
+		}
+	} else if _, skipped := gotAnn[SkippedAnnotation]; skipped != (r.Injected && r.Reason != "") {
 		t.Errorf("%s: the policy's %s: %q; inject's reason %q", r.Object, SkippedAnnotation, gotAnn[SkippedAnnotation], r.Reason)
 	}
 	// (An explicit pod is selected in "plain" too, where the policy records the same.)
@@ -269,8 +306,7 @@ func checkSame(t *testing.T, c *kubetest.Cluster, pod map[string]any, d inject.D
 	}
 	// The webhook, called on what the policy stored (both installed, or the webhook installed
 	// later and the pod created again by its controller), changes nothing.
-	o := inject.Options{Version: testPolicy.Version, Image: testPolicy.Image, Delivery: d}
-	if ops, rep, err := inject.Patch(rGot.Body, manifest.TypeMeta{}, o, nil); err != nil || len(ops) > 0 {
+	if ops, rep, err := inject.Patch(rGot.Body, manifest.TypeMeta{}, o, nil); !cannot && (err != nil || len(ops) > 0) {
 		j, _ := json.Marshal(ops)
 		t.Errorf("%s: the webhook would change the policy's pod: %v, %s (%s)", r.Object, err, j, rep)
 	}
@@ -304,6 +340,35 @@ func TestPolicyExamplesInitCopy(t *testing.T) {
 func TestPolicyExamplesImageVolume(t *testing.T) {
 	t.Parallel()
 	testExamples(t, inject.ImageVolume)
+}
+
+// TestPolicyExamplesNative: with Native, every example pod is stored as inject.Apply with
+// Native stores it, or, where inject may convert a sidecar (nativeMay), as it was created, with
+// ReasonPolicyCannot.
+func TestPolicyExamplesNative(t *testing.T) {
+	t.Parallel()
+	o := nativePolicy()
+	c := startPolicyWith(t, o)
+	count := map[string]int{}
+	for name, pod := range examplePods(t) {
+		t.Run(name, func(t *testing.T) {
+			r := checkSameWith(t, c, pod, o)
+			v, err := manifest.ReadPod(pod, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case nativeMay(catalog.Sort(v, catalog.Options{Requests: true})):
+				count["cannot"]++
+			case len(r.Wrapped) > 0:
+				count["wrapped"]++
+			}
+		})
+	}
+	if count["cannot"] < 5 || count["wrapped"] < 10 {
+		t.Errorf("example pods: %v", count)
+	}
+	t.Logf("example pods: %v", count)
 }
 
 // TestPolicyCases: a pod of 50 apps (the CEL's cost), several apps, and the pods the policy must

@@ -75,7 +75,7 @@ func convert(v *manifest.PodView, s *catalog.Sidecar) Conversion {
 		return c
 	}
 	switch {
-	case slices.Contains(classicNames(v), s.Container.Name):
+	case KeptClassic(v, s.Container.Name):
 		c.Why = "kept classic by the annotation " + contract.ClassicAnnotation
 		return c
 	case s.Container.RestartPolicy != "":
@@ -115,6 +115,19 @@ func ask(v *manifest.PodView, s *catalog.Sidecar) Conversion {
 // anyMark reports whether the pod carries one of marks.
 func anyMark(marks []catalog.Mark, v *manifest.PodView) bool {
 	return slices.ContainsFunc(marks, func(m catalog.Mark) bool { return m.On(v.Annotations, v.Labels) })
+}
+
+// KeptClassic reports whether the user's contract.ClassicAnnotation keeps the container name of
+// pod v classic: Options.Native does not convert it.
+func KeptClassic(v *manifest.PodView, name string) bool {
+	return slices.Contains(classicNames(v), name)
+}
+
+// KeptClassicCEL is KeptClassic in CEL: ann is the CEL map of the pod's annotations (always
+// there), name the CEL string of the container's name.
+func KeptClassicCEL(ann, name string) string {
+	key := catalog.CELString(contract.ClassicAnnotation)
+	return "(" + key + " in " + ann + " && " + ann + "[" + key + "].split(\",\").exists(n, n.trim() != \"\" && n.trim() == " + name + "))"
 }
 
 // classicNames are the containers that the user's contract.ClassicAnnotation keeps classic.

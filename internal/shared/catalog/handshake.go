@@ -102,15 +102,26 @@ func endsChild(script string) string {
 	return ""
 }
 
+// shells are the shells whose script ShellScript reads.
+var shells = []string{"sh", "bash", "ash", "dash", "zsh", "ksh"}
+
+// RunsShell reports whether argv runs one of the shells whose script ShellScript reads (by the
+// base name of argv[0]).
+func RunsShell(argv []string) bool {
+	return len(argv) > 0 && slices.Contains(shells, path.Base(argv[0]))
+}
+
+// RunsShellCEL is RunsShell in CEL, for the container that the CEL expression c names (its
+// command, then its args): path.Base's name is the last that slashes end.
+func RunsShellCEL(c string) string {
+	argv0 := "(has(" + c + ".command) && size(" + c + ".command) > 0 ? " + c + ".command[0] : (has(" + c + ".args) && size(" + c + ".args) > 0 ? " + c + ".args[0] : \"\"))"
+	return argv0 + ".matches(" + CELString("(^|/)("+strings.Join(shells, "|")+")/*$") + ")"
+}
+
 // ShellScript returns the script of `sh -c SCRIPT` (bash, ash, dash, zsh, ksh; options such as
 // -ec or -euxc before it).
 func ShellScript(argv []string) (string, bool) {
-	if len(argv) == 0 {
-		return "", false
-	}
-	switch path.Base(argv[0]) {
-	case "sh", "bash", "ash", "dash", "zsh", "ksh":
-	default:
+	if !RunsShell(argv) {
 		return "", false
 	}
 	for i := 1; i < len(argv); i++ {

@@ -292,6 +292,24 @@ func (k *SortCEL) AnnouncedClaimed(claims ...string) string {
 	return celAnd(conds)
 }
 
+// Unclaimed is, in CEL, whether a row for which which(e) holds is announced and claims no
+// container of the pod: a sidecar of Pod.Sidecars without its container (the negation, row by
+// row, of AnnouncedClaimed); claims as there.
+func (k *SortCEL) Unclaimed(which func(e *Entry) bool, claims ...string) string {
+	var conds []string
+	for i := range table {
+		if !table[i].announcing() || !which(&table[i]) {
+			continue
+		}
+		terms := []string{"variables." + announcedVar(i)}
+		for _, l := range claims {
+			terms = append(terms, fmt.Sprintf("!(%d in %s)", i, l))
+		}
+		conds = append(conds, celAnd(terms))
+	}
+	return celOr(conds)
+}
+
 // SidecarRows is a CEL value chosen by the row index ent (as Claim gives it) of a sidecar's
 // container: value(e) for each row e that is a profile and claims containers, otherwise for
 // any other.
