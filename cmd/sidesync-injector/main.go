@@ -108,8 +108,8 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 	c.inject.Delivery, c.inject.Version = inject.Delivery(*delivery), build.Version
 	var errs []error
 	var err error
-	if c.native, err = inject.ParseNativeMode(*native); err != nil {
-		errs = append(errs, fmt.Errorf("--native %w", err))
+	if c.native, err = inject.ParseNativeMode(*native); err != nil || *native == "" {
+		errs = append(errs, fmt.Errorf("--native %q: not %s, %s or %s", *native, inject.NativeAuto, inject.NativeAlways, inject.NativeNever))
 	}
 	if c.registry.platforms, err = parsePlatforms(*platforms); err != nil {
 		errs = append(errs, err)

@@ -126,8 +126,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--delivery=copy"}, `delivery "copy"`},
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--max-in-flight=0"}, "--max-in-flight 0"},
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--log-format=xml"}, `--log-format "xml"`},
-		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--native=sometimes"}, `--native "sometimes": auto, always or never`},
-		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--native="}, `--native "": auto, always or never`},
+		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--native=sometimes"}, `--native "sometimes": not auto, always or never`},
+		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--native="}, `--native "": not auto, always or never`},
 		{[]string{"--nope"}, "flag provided but not defined: -nope"},
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "extra"}, `unexpected argument "extra"`},
 	} {
