@@ -411,11 +411,18 @@ func runTekton(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 		logs[c] = terminated(t, n, ns, p, c, 0)
 		mustContain(t, c, logs[c], `INFO detected sidecar sidecar=linkerd from="pod annotations in `)
 		mustContain(t, c, logs[c], `INFO one of several wrapped containers`)
-		ok, gone := countLines(logs[c], `INFO sidecar quit sidecar=linkerd `), countLines(logs[c], `INFO sidecar quit: it closed the connection after the request sidecar=linkerd `)
-		if ok+gone > 0 {
+		// A step that told the proxy to quit is a quitter, whatever the proxy answered: it may
+		// have met it already stopping (the connection closed) or gone (refused), another step's
+		// quit having taken it; only those two ways to fail are allowed.
+		if countLines(logs[c], `INFO telling the sidecar to quit sidecar=linkerd `) > 0 {
 			quitters = append(quitters, c)
 		}
-		answered += ok
+		for _, l := range regexp.MustCompile(`(?m)WARN sidecar quit failed .*$`).FindAllString(logs[c], -1) {
+			if !strings.Contains(l, "connection refused") {
+				t.Errorf("%s's quit failed otherwise than by finding the proxy gone: %s", c, l)
+			}
+		}
+		answered += countLines(logs[c], `INFO sidecar quit sidecar=linkerd `)
 		for _, l := range regexp.MustCompile(`(?m)INFO telling the sidecar to quit .*$`).FindAllString(logs[c], -1) {
 			if !strings.Contains(l, "sidecar=linkerd ") {
 				t.Errorf("%s told another sidecar than linkerd to quit: %s", c, l)
@@ -431,7 +438,9 @@ func runTekton(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 	}
 	for _, q := range quitters {
 		for _, o := range steps {
-			if finishedAt(t, p, q).Before(finishedAt(t, p, o)) {
+			// Two quitters ended their commands together; the one whose quit found the proxy
+			// gone and retried may finish later.
+			if !slices.Contains(quitters, o) && finishedAt(t, p, q).Before(finishedAt(t, p, o)) {
 				t.Errorf("%s told %s to quit but finished before %s", q, proxy, o)
 			}
 		}
@@ -439,8 +448,8 @@ func runTekton(t *testing.T, n *kubetest.Node, base string, stream []byte) {
 	// A step starts when the one before it writes its post file, just before that step's
 	// entrypoint exits, and these steps are short: the two wrappers may end within a
 	// millisecond, each write its end before it reads the other's, and both tell the proxy to
-	// quit (CI saw it twice; the second quit may meet the proxy already stopping, and then sees
-	// it go rather than answer). internal/pod/peers allows that, a quit being idempotent; what must
+	// quit (CI saw it three times; the second quit may meet the proxy already stopping, and then
+	// sees it go, or gone, rather than answer). internal/pod/peers allows that, a quit being idempotent; what must
 	// hold is that each step either quit or held back for a step still running, and that
 	// nobody else told the proxy to quit.
 	for _, c := range steps {
