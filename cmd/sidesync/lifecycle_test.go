@@ -107,7 +107,14 @@ func TestProbeFailureModes(t *testing.T) {
 			if tt.behaviour != "refused" {
 				admin = startEmu(t, "--ready-behaviour", tt.behaviour).admin()
 			}
-			r := sidesync(t, nil, "--admin", admin, "--timeout", "300ms", "--probe-timeout", "100ms", "--quit", "never", "--", bin.testcmd, "exit", "0")
+			// Only the hanging endpoint needs a short probe timeout to be done soon; the others
+			// answer at once, but under load (CI's busy loops) not within 100 ms, and a probe cut
+			// short would log the deadline instead of what the endpoint did.
+			limits := []string{"--timeout", "3s", "--probe-timeout", "2s"}
+			if tt.behaviour == "hang" {
+				limits = []string{"--timeout", "300ms", "--probe-timeout", "100ms"}
+			}
+			r := sidesync(t, nil, append(append([]string{"--admin", admin}, limits...), "--quit", "never", "--", bin.testcmd, "exit", "0")...)
 			if r.code != 69 {
 				t.Errorf("exit code %d, want 69; stderr:\n%s", r.code, r.stderr)
 			}
@@ -140,8 +147,12 @@ func TestQuitFailureModes(t *testing.T) {
 			if tt.behaviour != "refused" {
 				admin = startEmu(t, "--quit-behaviour", tt.behaviour).admin()
 			}
-			r := sidesync(t, nil, "--admin", admin, "--no-wait", "--timeout", "300ms", "--quit-request-timeout", "200ms", "--quit-timeout", "2s",
-				"--", bin.testcmd, "exit", "7")
+			// As above: a short request timeout only for the hanging endpoint.
+			limits := []string{"--quit-request-timeout", "5s", "--quit-timeout", "20s"}
+			if tt.behaviour == "hang" {
+				limits = []string{"--quit-request-timeout", "200ms", "--quit-timeout", "2s"}
+			}
+			r := sidesync(t, nil, append(append([]string{"--admin", admin, "--no-wait", "--timeout", "300ms"}, limits...), "--", bin.testcmd, "exit", "7")...)
 			if r.code != 7 {
 				t.Errorf("exit code %d, want the command's 7; stderr:\n%s", r.code, r.stderr)
 			}
