@@ -145,11 +145,9 @@ func parsePolicyFlags(args []string, build buildinfo.Info) (admission.PolicyOpti
 	if mode, err := inject.ParseNativeMode(*native); err != nil {
 		errs = append(errs, err)
 	} else {
-		native, err := policyNative(mode)
-		if err != nil {
+		if err := policyNative(mode); err != nil {
 			errs = append(errs, err)
 		}
-		o.Native = native
 	}
 	if o.Namespace != "" && !dnsLabel(o.Namespace) {
 		errs = append(errs, fmt.Errorf("--namespace %q: not a namespace name", o.Namespace))
@@ -190,12 +188,12 @@ func policyNeeds(o admission.PolicyOptions, backstopOnly bool) string {
 // is refused. admission.PolicyOptions.Native, the exact part of the conversion (every pod made
 // as inject --native makes it, or left alone with policy-cannot), is not offered until the
 // conversion itself is in CEL (docs/POLICY.md).
-func policyNative(m inject.NativeMode) (bool, error) {
-	// Every mode but always wraps: auto says so on stderr (policyNativeNote).
+func policyNative(m inject.NativeMode) error {
+	// Every mode but always wraps (o.Native stays false): auto says so on stderr (policyNativeNote).
 	if m == inject.NativeAlways {
-		return false, fmt.Errorf("--native always: the policy cannot turn sidecars into native ones yet; use kubectl sidesync inject --native, or the webhook (the chart's native: always)")
+		return fmt.Errorf("--native always: the policy cannot turn sidecars into native ones yet; use kubectl sidesync inject --native, or the webhook (the chart's native: always)")
 	}
-	return false, nil
+	return nil
 }
 
 // dnsLabel reports whether s is an RFC 1123 label, as namespace names are.

@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"slices"
+
 	yaml3 "go.yaml.in/yaml/v3"
 )
 
@@ -39,11 +41,9 @@ func (s *splicer) render(v any) *yaml3.Node {
 		}
 		return n
 	case map[string]any:
-		n := &yaml3.Node{Kind: yaml3.MappingNode, Tag: "!!map"}
-		r := render(x)
-		for i := 0; i < len(r.Content); i += 2 {
-			k, _ := jsonKey(r.Content[i])
-			n.Content = append(n.Content, r.Content[i], s.render(x[k]))
+		n := &yaml3.Node{Kind: yaml3.MappingNode, Tag: "!!map", Content: make([]*yaml3.Node, 0, 2*len(x))}
+		for _, k := range slices.Sorted(mapKeys(x)) { // in render's order
+			n.Content = append(n.Content, stringNode(k), s.render(x[k]))
 		}
 		return n
 	}
