@@ -70,7 +70,7 @@ func (w *Warner) warnings(namespace string, obj map[string]any, tm manifest.Type
 	}
 	// What the namespace asks the meshes' injectors for, the pod template is taken to ask: a
 	// plain Job in an Istio-injected namespace gets Istio's sidecar.
-	obj = lint.InNamespace(obj, tm, nsAnn, nsLabels)
+	obj, _ = lint.InNamespace(obj, tm, nsAnn, nsLabels) // the warnings are short: they do not say what asks
 	optedOut := pod.Labels[InjectLabel] == Disabled || pod.Annotations[InjectLabel] == OptOutAnnotationValue
 	selected := !optedOut && (nsLabels[InjectLabel] == Enabled || pod.Labels[InjectLabel] == Enabled)
 	lintObj := obj

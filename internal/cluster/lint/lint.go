@@ -66,6 +66,10 @@ type Object struct {
 	// Namespace is the namespace of an object read from a cluster; "" for one read from a
 	// manifest, whose namespace is wherever it will be applied.
 	Namespace string
+	// FromNamespace names, by the catalog's name of a mesh ("istio"), the mark of the
+	// namespace that asks for its sidecar (`label istio-injection: "enabled"`), for the mesh
+	// requests that InNamespace added to the pod: the findings say where the sidecar comes from.
+	FromNamespace map[string]string
 	// Pod is the pod's metadata and spec: a Pod's own, or the template of a Job or of a
 	// CronJob's job.
 	Pod *manifest.PodView

@@ -12,31 +12,42 @@ import (
 // not show; lint of the copy says what the mesh's sidecar will do to it. It is the one rule by
 // which the webhook's warnings at a Job's creation and the lint of what runs in a cluster read
 // a namespace. obj is never changed; an object whose pod is not read is returned as it is.
-func InNamespace(obj map[string]any, tm manifest.TypeMeta, nsAnnotations, nsLabels map[string]string) map[string]any {
+//
+// from names, by the catalog's name of each mesh whose request was added, the namespace's mark
+// that asks for it: an Object's FromNamespace.
+func InNamespace(obj map[string]any, tm manifest.TypeMeta, nsAnnotations, nsLabels map[string]string) (_ map[string]any, from map[string]string) {
 	wl, err := manifest.Locate(obj, tm)
 	if err != nil || wl == nil {
-		return obj
+		return obj, nil
 	}
 	pod, err := manifest.ReadWorkload(wl)
 	if err != nil {
-		return obj
+		return obj, nil
 	}
 	var add []catalog.Mark
+	from = map[string]string{}
 	for _, e := range catalog.Entries() {
-		if len(e.Requests) > 0 && e.AskedByNamespace(nsAnnotations, nsLabels, pod.Annotations, pod.Labels) {
-			add = append(add, e.Requests[0])
+		if len(e.Requests) == 0 || !e.AskedByNamespace(nsAnnotations, nsLabels, pod.Annotations, pod.Labels) {
+			continue
+		}
+		add = append(add, e.Requests[0])
+		for _, m := range e.NamespaceRequests {
+			if m.On(nsAnnotations, nsLabels) {
+				from[e.Name] = m.String()
+				break
+			}
 		}
 	}
 	if len(add) == 0 {
-		return obj
+		return obj, nil
 	}
 	out, err := manifest.ObjectOf(obj) // a copy to add the requests to; obj stays as it came
 	if err != nil {
-		return obj
+		return obj, nil
 	}
 	wl, err = manifest.Locate(out, tm)
 	if err != nil || wl == nil {
-		return obj
+		return obj, nil
 	}
 	meta, _ := wl.Template["metadata"].(map[string]any)
 	if meta == nil {
@@ -57,5 +68,5 @@ func InNamespace(obj map[string]any, tm manifest.TypeMeta, nsAnnotations, nsLabe
 			into[m.Key] = m.Value
 		}
 	}
-	return out
+	return out, from
 }

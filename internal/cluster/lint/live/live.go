@@ -134,8 +134,9 @@ func objectOf(typed any, kind manifest.Kind, namespace string, ns *corev1.Namesp
 		return lint.Object{}, fmt.Errorf("reading %s in %s: %w", kind, namespace, err)
 	}
 	obj["apiVersion"], obj["kind"] = tm.APIVersion, tm.Kind
+	var from map[string]string
 	if ns != nil {
-		obj = lint.InNamespace(obj, tm, ns.Annotations, ns.Labels)
+		obj, from = lint.InNamespace(obj, tm, ns.Annotations, ns.Labels)
 	}
 	w, err := manifest.Locate(obj, tm)
 	if err == nil && w == nil {
@@ -148,7 +149,7 @@ func objectOf(typed any, kind manifest.Kind, namespace string, ns *corev1.Namesp
 	if err != nil {
 		return lint.Object{}, fmt.Errorf("reading %s in %s: %w", w.Name, namespace, err)
 	}
-	o.Namespace = namespace
+	o.Namespace, o.FromNamespace = namespace, from
 	return o, nil
 }
 

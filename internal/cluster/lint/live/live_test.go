@@ -269,7 +269,10 @@ func checkNamespace(t *testing.T, ns string, want []stored, got []lint.Object, m
 		offline := plain
 		if s.mesh.entry != nil {
 			nsObj := s.mesh.namespace(ns)
-			offline = lint.Lint(objectOfMap(t, lint.InNamespace(s.from.obj, s.from.tm, nsObj.Annotations, nsObj.Labels), s.from.tm))
+			obj, from := lint.InNamespace(s.from.obj, s.from.tm, nsObj.Annotations, nsObj.Labels)
+			o := objectOfMap(t, obj, s.from.tm)
+			o.FromNamespace = from
+			offline = lint.Lint(o)
 			adds := added(plain, live)
 			*meshFindings += len(adds)
 			for _, f := range adds {
