@@ -27,7 +27,7 @@ import (
 func testCronJobsJobs(t *testing.T, client kubernetes.Interface) {
 	ctx := t.Context()
 	const ns = "cronjobs-jobs"
-	createNamespace(t, client, ns, nil)
+	createNamespace(t, client, ns)
 	cj, err := client.BatchV1().CronJobs(ns).Create(ctx, &batchv1.CronJob{
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly"},
 		Spec:       batchv1.CronJobSpec{Schedule: "@daily", JobTemplate: batchv1.JobTemplateSpec{Spec: jobSpec()}},
@@ -63,7 +63,9 @@ func testCronJobsJobs(t *testing.T, client kubernetes.Interface) {
 func testRole(t *testing.T, admin *rest.Config, client kubernetes.Interface) {
 	ctx := t.Context()
 	const ns = "team-a"
-	createNamespace(t, client, ns, map[string]string{"istio-injection": "enabled"})
+	if _, err := client.CoreV1().Namespaces().Create(ctx, meshes(t)[1].namespace(ns), metav1.CreateOptions{}); err != nil { // asks for Istio
+		t.Fatal(err)
+	}
 	if _, err := client.BatchV1().Jobs(ns).Create(ctx, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "report"}, Spec: jobSpec()}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +109,13 @@ func testRole(t *testing.T, admin *rest.Config, client kubernetes.Interface) {
 			if len(tc.wantErr) > 0 && !tc.unread {
 				return
 			}
-			if !slices.Contains(names(objs), ns+"/Job/report") {
-				t.Errorf("Read = %v; want %s/Job/report among them", names(objs), ns)
+			at := slices.Index(names(objs), ns+"/Job/report")
+			if at < 0 {
+				t.Fatalf("Read = %v; want %s/Job/report among them", names(objs), ns)
+			}
+			// The namespace asks for Istio: seen when the namespace is read, not otherwise.
+			if from := objs[at].FromNamespace; (from["istio"] != "") == tc.unread {
+				t.Errorf("FromNamespace = %v, with the namespace unread: %v", from, tc.unread)
 			}
 		})
 	}
@@ -191,9 +198,9 @@ func bind(t *testing.T, client kubernetes.Interface, name string, rules []rbacv1
 	}
 }
 
-func createNamespace(t *testing.T, client kubernetes.Interface, name string, labels map[string]string) {
+func createNamespace(t *testing.T, client kubernetes.Interface, name string) {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if _, err := client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
