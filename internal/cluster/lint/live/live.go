@@ -48,7 +48,8 @@ func (e *NamespacesUnread) Unwrap() error { return e.Err }
 // Read returns the Jobs and CronJobs of namespace (all namespaces when namespace is ""), as lint reads them,
 // with the requests of the meshes their namespace asks for (its labels and annotations) added to their pods.
 //
-// The objects come sorted by namespace, then kind and name, each with its Namespace set. A Job
+// The objects come sorted by namespace, then kind and name, each with its Namespace (and, for a
+// mesh its namespace asks for, FromNamespace) set. A Job
 // that a CronJob read here created (its controller) is left out: its pod is the CronJob's, and
 // its findings would repeat the CronJob's. Every list is paged (PageSize) and bounded by ctx
 // alone. The namespaces are read once (a get for one, a list for all). An error names what
