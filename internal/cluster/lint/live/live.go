@@ -49,9 +49,9 @@ func (e *NamespacesUnread) Unwrap() error { return e.Err }
 // with the requests of the meshes their namespace asks for (its labels and annotations) added to their pods.
 //
 // The objects come sorted by namespace, then kind and name, each with its Namespace (and, for a
-// mesh its namespace asks for, FromNamespace) set. A Job
-// that a CronJob read here created (its controller) is left out: its pod is the CronJob's, and
-// its findings would repeat the CronJob's. Every list is paged (PageSize) and bounded by ctx
+// mesh its namespace asks for, FromNamespace) set. A Job that a CronJob read here created (its
+// controller) is left out: its pod is the CronJob's, and its findings would repeat the
+// CronJob's. Every list is paged (PageSize) and bounded by ctx
 // alone. The namespaces are read once (a get for one, a list for all). An error names what
 // failed ("listing Jobs in team-a: ..."); when only the namespaces are forbidden, Read returns
 // the objects, linted without their namespaces' requests, and a *NamespacesUnread.
