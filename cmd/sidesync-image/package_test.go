@@ -56,9 +56,9 @@ type krewManifestFile struct {
 	Spec             struct {
 		Version, Homepage, ShortDescription, Description string
 		Platforms                                        []struct {
-			Selector struct{ MatchLabels map[string]string }
-			URI, Sha256, Bin                                 string
-			Files                                            []struct{ From, To string }
+			Selector         struct{ MatchLabels map[string]string }
+			URI, Sha256, Bin string
+			Files            []struct{ From, To string }
 		}
 	}
 }
