@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidesync/sidesync/internal/cluster/chart"
+	"github.com/sidesync/sidesync/internal/cluster/image"
 	"github.com/sidesync/sidesync/internal/testing/registrytest"
 )
 
@@ -293,6 +294,33 @@ func TestPushCharts(t *testing.T) {
 		}
 		if m.Config.MediaType != "application/vnd.cncf.helm.config.v1+json" || m.Layers[0].MediaType != "application/vnd.cncf.helm.chart.content.v1.tar+gzip" || !bytes.Equal(got, pkg) {
 			t.Errorf("%s: config %s, layer %s (%d bytes); want Helm's media types and %s (%d bytes)", at, m.Config.MediaType, m.Layers[0].MediaType, len(got), file, len(pkg))
+		}
+	}
+}
+
+// TestInstallDocs: the install guide and the README give the chart's OCI reference where
+// --push of the release image puts it (image.ChartRef), and the krew manifest's release URL.
+func TestInstallDocs(t *testing.T) {
+	img, err := name.ParseReference("ghcr.io/sidesync/sidesync:vX.Y.Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := image.ChartRef(img, image.Chart{Name: string(chart.Injector), Version: "X.Y.Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{"../../docs/INSTALL.md", "../../README.md"} {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			"helm install sidesync-injector oci://" + ref.Context().String() + " --version X.Y.Z",
+			"kubectl krew install --manifest-url=" + chart.ReleaseURL("vX.Y.Z") + "/sidesync.yaml",
+		} {
+			if !strings.Contains(string(data), want) {
+				t.Errorf("%s does not say %q", doc, want)
+			}
 		}
 	}
 }
