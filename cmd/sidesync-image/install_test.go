@@ -9,8 +9,11 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,10 +48,7 @@ func TestHelmInstallFromOCI(t *testing.T) {
 		"--push", reg+"/sidesync/sidesync:"+testVersion)
 
 	chartVersion := strings.TrimPrefix(testVersion, "v")
-	home := t.TempDir()
-	env := append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"),
-		"KUBECONFIG="+c.Kubeconfig(t, c.AdminToken))
+	env := append(helmEnv(t), "KUBECONFIG="+c.Kubeconfig(t, c.AdminToken))
 	for _, install := range []struct {
 		chart  chart.Chart
 		values []string
@@ -60,17 +60,63 @@ func TestHelmInstallFromOCI(t *testing.T) {
 			ns := string(install.chart) + "-system"
 			args := append([]string{"install", string(install.chart), "oci://" + reg + "/sidesync/sidesync/charts/" + string(install.chart),
 				"--version", chartVersion, "--plain-http", "--namespace", ns, "--create-namespace"}, install.values...)
-			cmd := exec.Command(helm, args...)
-			cmd.Env = env
 			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-			}
+			runHelm(t, helm, env, args...)
 			t.Logf("helm install took %v", time.Since(start).Round(time.Millisecond))
 			checkInstalled(t, c, ns, string(install.chart), chartVersion)
 		})
 	}
+}
+
+// TestHelmRepoIndex: the real helm takes the release's index.yaml as a chart repository's
+// (`helm repo add`, served on loopback) and finds both charts in it at the release's versions.
+// Skips without helm (.ci/build-helm.sh).
+func TestHelmRepoIndex(t *testing.T) {
+	helm := releasetest.Tool(t, "helm")
+	charts := t.TempDir()
+	if _, err := chart.WritePackages(charts, testVersion); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(charts)))
+	defer srv.Close()
+	env := helmEnv(t)
+	out := runHelm(t, helm, env, "repo", "add", "sidesync", srv.URL)
+	out += runHelm(t, helm, env, "search", "repo", "sidesync", "--devel", "-o", "json")
+	var found []struct {
+		Name, Version string
+		AppVersion    string `json:"app_version"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &found); err != nil {
+		t.Fatalf("helm search repo: %v\n%s", err, out)
+	}
+	chartVersion := strings.TrimPrefix(testVersion, "v")
+	var got []string
+	for _, f := range found {
+		got = append(got, f.Name+" "+f.Version+" "+f.AppVersion)
+	}
+	want := []string{"sidesync/sidesync-injector " + chartVersion + " " + testVersion, "sidesync/sidesync-rescuer " + chartVersion + " " + testVersion}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("helm search repo found %q, want %q", got, want)
+	}
+}
+
+// helmEnv is the environment helm runs in: its homes in the test's temporary directory.
+func helmEnv(t *testing.T) []string {
+	home := t.TempDir()
+	return append(os.Environ(), "HOME="+home, "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+}
+
+// runHelm runs helm with args in env, which must succeed, and returns its output.
+func runHelm(t *testing.T, helm string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(helm, args...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // checkInstalled checks the Deployment of the release name in ns: the packaged chart's labels,

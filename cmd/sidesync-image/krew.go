@@ -90,10 +90,10 @@ func parseKrewPlatforms(list string) ([]platform, error) {
 	var errs []error
 	seen := map[platform]bool{}
 	for _, s := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' }) {
-		os, arch, ok := strings.Cut(s, "/")
-		p := platform{os, arch}
+		goos, goarch, ok := strings.Cut(s, "/")
+		p := platform{goos, goarch}
 		switch {
-		case !ok || os == "" || arch == "" || strings.Contains(arch, "/"):
+		case !ok || goos == "" || goarch == "" || strings.Contains(goarch, "/"):
 			errs = append(errs, fmt.Errorf("platform %q: want os/arch", s))
 		case seen[p]:
 			errs = append(errs, fmt.Errorf("platform %q twice", s))
