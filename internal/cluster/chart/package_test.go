@@ -233,6 +233,29 @@ func TestWritePackages(t *testing.T) {
 	}
 }
 
+// TestWritePackagesReproducible: written twice, every file has the same bytes (no time of the
+// run in the packages or the index).
+func TestWritePackagesReproducible(t *testing.T) {
+	var runs [2][]string
+	for i := range runs {
+		paths, err := WritePackages(t.TempDir(), testRelease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range paths {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := sha256.Sum256(data)
+			runs[i] = append(runs[i], filepath.Base(p)+" "+hex.EncodeToString(sum[:]))
+		}
+	}
+	if diff := cmp.Diff(runs[0], runs[1]); diff != "" {
+		t.Errorf("two runs (-first +second):\n%s", diff)
+	}
+}
+
 // TestWritePackagesRefuses: a version that is no release's writes nothing.
 func TestWritePackagesRefuses(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
