@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -120,7 +121,7 @@ func ignoreChartYAML() cmp.Option {
 	}, cmp.Ignore())
 }
 
-// tarNames lists the names in a gzipped tar.
+// tarNames lists the names in a gzipped tar, whose every mtime must be the epoch.
 func tarNames(data []byte) ([]string, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
@@ -135,6 +136,9 @@ func tarNames(data []byte) ([]string, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+		if h.ModTime.Unix() != 0 {
+			return nil, fmt.Errorf("%s: mtime %v, want the epoch", h.Name, h.ModTime)
 		}
 		names = append(names, h.Name)
 	}
@@ -209,6 +213,9 @@ func TestWritePackages(t *testing.T) {
 	}
 	if err := yaml.Unmarshal(data, &index); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `generated: "1970-01-01T00:00:00Z"`) {
+		t.Errorf("index.yaml is not generated at the epoch:\n%s", data)
 	}
 	if index.APIVersion != "v1" || len(index.Entries) != 2 {
 		t.Fatalf("index.yaml: apiVersion %q, %d entries:\n%s", index.APIVersion, len(index.Entries), data)
