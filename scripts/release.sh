@@ -8,7 +8,12 @@
 #
 # Writes OUTDIR/PROGRAM-OS-ARCH for each program (PROGRAMS, default: sidesync kubectl-sidesync
 # sidesync-image) and each platform (PLATFORMS, default: linux/amd64 linux/arm64) and prints
-# their paths. The Dockerfile builds the image's binary with it too. The version is `git describe --tags` when the commit is
+# their paths. Then the packages, with sidesync-image (this machine's build; built for it when
+# it is not among the binaries): with kubectl-sidesync among the programs, its krew archives
+# OUTDIR/kubectl-sidesync-OS-ARCH.tar.gz (the binary and LICENSE) for each platform and the krew
+# manifest OUTDIR/sidesync.yaml; with sidesync-image among them (it adds the charts to the
+# image), the Helm charts OUTDIR/sidesync-{injector,rescuer}-X.Y.Z.tgz (X.Y.Z the version
+# without its v) and OUTDIR/index.yaml. See docs/INSTALL.md. The Dockerfile builds the image's binary with it too. The version is `git describe --tags` when the commit is
 # tagged (v1.2.3), else a Go pseudo-version (v0.0.0-20261202150405-abcdef123456); a dirty tree
 # adds "-dirty". VERSION and COMMIT in the environment override both (for builds outside git).
 set -euo pipefail
@@ -40,7 +45,8 @@ tmp=$(mktemp -d "$out/.release.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-for platform in ${PLATFORMS:-linux/amd64 linux/arm64}; do
+platforms=${PLATFORMS:-linux/amd64 linux/arm64}
+for platform in $platforms; do
   os=${platform%/*} arch=${platform#*/}
   pkgs=()
   for program in $programs; do pkgs+=("./cmd/$program"); done
@@ -52,3 +58,20 @@ for platform in ${PLATFORMS:-linux/amd64 linux/arm64}; do
     echo "$bin"
   done
 done
+
+# The packages, written by sidesync-image for this machine: the one just built, or one built here.
+has() { [[ " $programs " == *" $1 "* ]]; }
+has kubectl-sidesync || has sidesync-image || exit 0
+host=$(go env GOOS)/$(go env GOARCH)
+tool="$out/sidesync-image-${host/\//-}"
+if ! has sidesync-image || [[ " $platforms " != *" $host "* ]]; then
+  tool="$tmp/sidesync-image"
+  CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+    -ldflags="-s -w -X $stamp.version=$VERSION -X $stamp.commit=$commit" -o "$tool" ./cmd/sidesync-image
+fi
+if has kubectl-sidesync; then
+  "$tool" krew --version "$VERSION" --dist "$out" --platforms "$platforms" --license LICENSE
+fi
+if has sidesync-image; then
+  "$tool" charts --version "$VERSION" --out "$out"
+fi

@@ -20,19 +20,43 @@ const RefName = "org.opencontainers.image.ref.name"
 // (a layout never forgets blobs, so writing into an old one would keep the old images' too).
 // Its index.json holds one descriptor, of idx, with tag as its ref.name: "crane push DIR REF"
 // and "skopeo copy --all oci:DIR:TAG docker://REF" push the multi-platform index as it is.
+// Each of charts is beside it as Helm's OCI artifact (ChartArtifact), its ref.name
+// charts/NAME:VERSION ("oras cp --from-oci-layout DIR:charts/NAME:VERSION REF" pushes one).
 //
 // The layout is written into a temporary directory beside dir, synced, and renamed to dir only
 // once whole; on failure the temporary directory is removed and dir is as it was. A disk that
 // filled part way used to leave half a layout in dir, which the retry then refused.
-func WriteLayout(dir string, idx v1.ImageIndex, tag string) error {
+func WriteLayout(dir string, idx v1.ImageIndex, tag string, charts ...Chart) error {
 	dir = filepath.Clean(dir)
 	if err := checkNew(dir); err != nil {
 		return err
 	}
-	if err := writeLayoutAtomically(dir, idx, tag); err != nil {
+	arts, err := chartArtifacts(charts)
+	if err != nil {
+		return err
+	}
+	if err := writeLayoutAtomically(dir, idx, tag, arts); err != nil {
 		return fmt.Errorf("writing the OCI layout %s: %w", dir, err)
 	}
 	return nil
+}
+
+// refImage is an image and its ref.name in a layout.
+type refImage struct {
+	img     v1.Image
+	refName string
+}
+
+// chartArtifacts builds the charts' artifacts.
+func chartArtifacts(charts []Chart) ([]refImage, error) {
+	var arts []refImage
+	var errs []error
+	for _, c := range charts {
+		img, err := ChartArtifact(c)
+		errs = append(errs, err)
+		arts = append(arts, refImage{img, c.RefName()})
+	}
+	return arts, errors.Join(errs...)
 }
 
 // checkNew checks that dir is empty or does not exist.
@@ -49,7 +73,7 @@ func checkNew(dir string) error {
 
 // writeLayoutAtomically writes the layout into a temporary directory beside dir, then renames
 // it to dir.
-func writeLayoutAtomically(dir string, idx v1.ImageIndex, tag string) error {
+func writeLayoutAtomically(dir string, idx v1.ImageIndex, tag string, arts []refImage) error {
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
@@ -58,7 +82,7 @@ func writeLayoutAtomically(dir string, idx v1.ImageIndex, tag string) error {
 	if err != nil {
 		return err
 	}
-	if err := fillLayout(tmp, idx, tag); err != nil {
+	if err := fillLayout(tmp, idx, tag, arts); err != nil {
 		return errors.Join(err, os.RemoveAll(tmp))
 	}
 	if err := replaceEmpty(tmp, dir); err != nil {
@@ -78,7 +102,7 @@ func replaceEmpty(tmp, dir string) error {
 
 // fillLayout writes the layout into tmp, a new directory, and syncs it to disk, so that an
 // error the file system reports late (at fsync) is seen before the rename.
-func fillLayout(tmp string, idx v1.ImageIndex, tag string) error {
+func fillLayout(tmp string, idx v1.ImageIndex, tag string, arts []refImage) error {
 	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp's 0700, to a layout.Write's mode
 		return err
 	}
@@ -88,6 +112,11 @@ func fillLayout(tmp string, idx v1.ImageIndex, tag string) error {
 	}
 	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{RefName: tag})); err != nil {
 		return err
+	}
+	for _, a := range arts {
+		if err := p.AppendImage(a.img, layout.WithAnnotations(map[string]string{RefName: a.refName})); err != nil {
+			return err
+		}
 	}
 	return filepath.WalkDir(tmp, func(path string, _ fs.DirEntry, err error) error {
 		if err != nil {

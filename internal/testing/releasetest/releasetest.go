@@ -1,5 +1,6 @@
 // Package releasetest hands the release tests (cmd/sidesync's TestReleaseVersion,
-// cmd/sidesync-image's TestReleaseImage) their release binaries. Those take minutes to build from
+// cmd/sidesync-image's TestReleaseImage and TestKrewInstall) their release binaries, and the
+// install tests the real install tools (Tool). Those take minutes to build from
 // a cold cache (every program's dependencies again, static and trimmed, once per platform): the
 // default run skips them. CI builds the binaries once and hands them over in
 // SIDESYNC_RELEASE_DIST; SIDESYNC_RELEASE_REQUIRED=1 (anything but "" or "0") alone builds what
