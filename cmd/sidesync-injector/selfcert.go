@@ -384,7 +384,14 @@ func (s *selfCerts) writeBundles(ctx context.Context, sec *corev1.Secret) error 
 		if err != nil {
 			return err
 		}
-		if err := h.patch(ctx, data); err != nil {
+		err = h.patch(ctx, data)
+		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
+			// A test of the patch failed: the configuration changed since the watch showed it
+			// (another replica wrote the bundle, a helm upgrade). Its event calls again.
+			s.log.Info("the webhook configuration changed while the caBundle was written: again from its change", "kind", h.kind, "name", h.name, "err", err)
+			return nil
+		}
+		if err != nil {
 			return fmt.Errorf("writing the caBundle of %s %s: %w", h.kind, h.name, err)
 		}
 		s.log.Info("caBundle written", "kind", h.kind, "name", h.name, "webhooks", (len(ops)-1)/2)
