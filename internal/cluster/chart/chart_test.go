@@ -699,6 +699,8 @@ func TestInstallGuide(t *testing.T) {
 		admission.ExplicitWebhook, admission.NamespaceWebhook,
 		".webhooks[]?.clientConfig.caBundle",
 		"https://github.com/argoproj/argo-cd/issues/1487", "https://github.com/argoproj/argo-cd/issues/4326",
+		"`tls.source: " + CertsSecret + "`", "`tls.source: " + CertsCertManager + "`", "`tls.source: " + CertsSelf + "`",
+		ReleaseName + CertSecretSuffix, "system-cluster-critical", fmt.Sprintf("`GOMEMLIMIT` is %d %%", GoMemLimitPercent),
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/INSTALL.md does not say %q", want)
