@@ -161,7 +161,7 @@ func (s *selfCerts) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			s.log.Error("certificates", "secret", s.namespace+"/"+s.o.secret, "err", err, "retry", retry)
+			s.log.Error("certificates: trying again", "secret", s.namespace+"/"+s.o.secret, "err", err, "in", retry)
 			wait, retry = retry, min(2*retry, 30*time.Second)
 		} else {
 			retry = time.Second
@@ -397,7 +397,9 @@ func (s *selfCerts) writeBundles(ctx context.Context, sec *corev1.Secret) error 
 		s.log.Info("caBundle written", "kind", h.kind, "name", h.name, "webhooks", (len(ops)-1)/2)
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("waiting for %v to exist, to write its caBundle", missing)
+		// Helm creates the configurations after the Deployment: their watch's event calls again.
+		s.log.Info("waiting for the webhook configurations, to write their caBundle", "missing", missing)
+		return nil
 	}
 	if !s.written.Load() {
 		for _, h := range s.hooks {
