@@ -24,9 +24,12 @@ import (
 // selfServiceName is the TLS server name the API server checks for the chart's Service.
 const selfServiceName = chart.ReleaseName + "." + ownNamespace + ".svc"
 
-// selfLifetime is the serving certificate's lifetime in TestSelfCertsOnAPIServer: renewed
-// about every 8 s, with 4 s left.
-const selfLifetime = "12s"
+// The lifetimes in TestSelfCertsOnAPIServer: the serving certificate is renewed about every
+// 6 s, with 3 s left; the CA about 17 s after it was made.
+const (
+	selfCertLifetime = "9s"
+	selfCALifetime   = "27s"
+)
 
 // TestSelfCertsOnAPIServer installs the chart with its default values (tls.source self, no
 // cert-manager object) on a real API server, all but the Deployment, and runs two injectors
@@ -39,8 +42,9 @@ const selfLifetime = "12s"
 //   - one Secret and one CA, though both injectors started at once, serving the same
 //     certificate; both configurations hold the CA;
 //   - pods of a selected namespace, and one that opted in itself, come back wrapped;
-//   - with a serving lifetime of 12 s, the certificate is renewed twice, each time before it
-//     expires, and no admission fails across the renewals;
+//   - with lifetimes of seconds, the serving certificate is renewed, each time before it
+//     expires, then the CA: the new CA first in the bundle beside the old one, and the
+//     serving certificate moved to it; no admission fails across the renewals;
 //   - a caBundle emptied by hand is written back.
 func TestSelfCertsOnAPIServer(t *testing.T) {
 	c := kubetest.Start(t)
@@ -51,7 +55,7 @@ func TestSelfCertsOnAPIServer(t *testing.T) {
 	}
 	args, hooks := installSelf(t, c, objs)
 	kc := c.Kubeconfig(t, c.ServiceAccountToken(t, ownNamespace, chart.ReleaseName))
-	args = append(args, "--kubeconfig="+kc, "--namespace="+ownNamespace, "--cert-lifetime="+selfLifetime)
+	args = append(args, "--kubeconfig="+kc, "--namespace="+ownNamespace, "--cert-lifetime="+selfCertLifetime, "--ca-lifetime="+selfCALifetime)
 
 	// Both at once: they race to create the Secret.
 	ins := make([]*injector, 2)
@@ -119,7 +123,7 @@ func TestSelfCertsOnAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("renewed before it expires, admissions across", func(t *testing.T) {
+	t.Run("renewed before they expire, admissions across", func(t *testing.T) {
 		testRenewals(t, c, ins)
 	})
 
@@ -152,9 +156,11 @@ func TestSelfCertsOnAPIServer(t *testing.T) {
 	})
 }
 
-// testRenewals follows the Secret through two renewals of the serving certificate while pods
-// are created without pause: each renewal comes before the certificate it replaces expires and
-// keeps the CA, no admission fails, and both injectors end serving the last certificate.
+// testRenewals follows the Secret while pods are created without pause, until the serving
+// certificate has been renewed twice and the CA once, with the serving certificate moved to the
+// new CA: each serving certificate is renewed before it expires and verifies against the bundle
+// of its time, a renewed CA comes first with the old one kept, no admission fails, and both
+// injectors end serving the last certificate.
 func testRenewals(t *testing.T, c *kubetest.Cluster, ins []*injector) {
 	var failed, done atomic.Int64
 	stop := make(chan struct{})
@@ -177,44 +183,52 @@ func testRenewals(t *testing.T, c *kubetest.Cluster, ins []*injector) {
 		})
 	}
 	var (
-		leaf     *x509.Certificate
-		ca       string
-		renewals int
-		last     secretJSON
+		leaf, firstCA      *x509.Certificate
+		renewals           int
+		caRenewed, onNewCA bool
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	err := c.WaitList(ctx, "/api/v1/namespaces/"+ownNamespace+"/secrets", kubetest.NameIs(chart.ReleaseName+chart.CertSecretSuffix),
 		func(items []json.RawMessage) bool {
-			if len(items) != 1 || json.Unmarshal(items[0], &last) != nil {
+			var s secretJSON
+			if len(items) != 1 || json.Unmarshal(items[0], &s) != nil {
 				return false
 			}
 			now := time.Now()
-			certs := parseCerts(t, last.Data[keyCert])
-			if len(certs) != 1 {
-				return false
+			certs, cas := parseCerts(t, s.Data[keyCert]), parseCerts(t, s.Data[keyCABundle])
+			if len(certs) != 1 || len(cas) == 0 {
+				t.Errorf("the Secret holds %d certificates and %d CAs", len(certs), len(cas))
+				return true
+			}
+			if err := verifyLeaf(certs[0], s.Data[keyCABundle], now); err != nil {
+				t.Errorf("the Secret's certificate: %v", err)
 			}
 			switch {
 			case leaf == nil:
-				leaf, ca = certs[0], string(last.Data[keyCABundle])
+				leaf, firstCA = certs[0], cas[0]
 			case !certs[0].Equal(leaf):
 				if !now.Before(leaf.NotAfter) {
 					t.Errorf("renewed at %s, after the certificate expired (%s)", now.Format(time.RFC3339Nano), leaf.NotAfter)
 				}
-				if string(last.Data[keyCABundle]) != ca {
-					t.Error("the CA changed with the serving certificate")
-				}
 				leaf = certs[0]
 				renewals++
 			}
-			return renewals == 2
+			if !cas[0].Equal(firstCA) && !caRenewed {
+				caRenewed = true
+				if len(cas) != 2 || !cas[1].Equal(firstCA) {
+					t.Errorf("the CA renewed: a bundle of %d, want the new CA then the old", len(cas))
+				}
+			}
+			onNewCA = caRenewed && leaf.CheckSignatureFrom(cas[0]) == nil
+			return renewals >= 2 && onNewCA
 		})
 	close(stop)
 	wg.Wait()
 	if err != nil {
-		t.Fatalf("%d renewals of the serving certificate: %v", renewals, err)
+		t.Fatalf("%d renewals of the serving certificate, CA renewed %v, the certificate on the new CA %v: %v", renewals, caRenewed, onNewCA, err)
 	}
-	t.Logf("%d admissions across %d renewals, %d failed", done.Load(), renewals, failed.Load())
+	t.Logf("%d admissions across %d renewals of the serving certificate and one of the CA, %d failed", done.Load(), renewals, failed.Load())
 	if done.Load() == 0 {
 		t.Error("no admission ran across the renewals")
 	}
@@ -249,7 +263,7 @@ func installSelf(t *testing.T, c *kubetest.Cluster, objs []map[string]any) (args
 			for _, a := range spec["containers"].([]any)[0].(map[string]any)["args"].([]any) {
 				a := a.(string)
 				if !strings.HasPrefix(a, "--listen=") && !strings.HasPrefix(a, "--probe-listen=") && !strings.HasPrefix(a, "--namespace=") &&
-					!strings.HasPrefix(a, "--image=") && !strings.HasPrefix(a, "--cert-lifetime=") {
+					!strings.HasPrefix(a, "--image=") && !strings.HasPrefix(a, "--cert-lifetime=") && !strings.HasPrefix(a, "--ca-lifetime=") {
 					args = append(args, a)
 				}
 			}
@@ -323,6 +337,14 @@ func allSame(got []string, want string) bool {
 	return true
 }
 
+// verifyLeaf checks a serving certificate against a bundle at now, for the Service's name.
+func verifyLeaf(leaf *x509.Certificate, bundle []byte, now time.Time) error {
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(bundle)
+	_, err := leaf.Verify(x509.VerifyOptions{DNSName: selfServiceName, Roots: roots, CurrentTime: now})
+	return err
+}
+
 // verifyServed checks the certificate served at addr against the bundle, for the Service's
 // name, as the API server does.
 func verifyServed(addr string, bundle []byte) error {
@@ -331,10 +353,7 @@ func verifyServed(addr string, bundle []byte) error {
 		return err
 	}
 	defer conn.Close()
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(bundle)
-	_, err = conn.ConnectionState().PeerCertificates[0].Verify(x509.VerifyOptions{DNSName: selfServiceName, Roots: roots})
-	return err
+	return verifyLeaf(conn.ConnectionState().PeerCertificates[0], bundle, time.Now())
 }
 
 func certSerialBig(t *testing.T, addr string) string {
