@@ -216,8 +216,10 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 		return 1
 	}
 	defer kube.stop()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if c.certs.secret != "" {
-		self := newSelfCerts(kube.client, c.namespace, c.certs, log)
+		self := newSelfCerts(kube.client, c.namespace, c.certs, log, reg)
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); self.run(cctx) }()
@@ -232,8 +234,6 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 		return 1
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := admission.NewMetrics(reg)
 	chooser := &admission.NativeChooser{Mode: c.native}
 	nodesSettled := func() bool { return true }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,20 +59,25 @@ type selfCerts struct {
 	secrets cache.SharedIndexInformer
 	hooks   []*hookConfig
 	kick    chan struct{}
+	expiry  *prometheus.GaugeVec
 
 	cert    atomic.Pointer[tls.Certificate]
 	written atomic.Bool // the bundle has been in both configurations
 }
 
 // newSelfCerts watches the Secret and the two configurations (each filtered by its name).
-func newSelfCerts(client kubernetes.Interface, namespace string, o certOptions, log *slog.Logger) *selfCerts {
+func newSelfCerts(client kubernetes.Interface, namespace string, o certOptions, log *slog.Logger, reg prometheus.Registerer) *selfCerts {
 	byName := func(name string) func(*metav1.ListOptions) {
 		return func(lo *metav1.ListOptions) { lo.FieldSelector = "metadata.name=" + name }
 	}
 	s := &selfCerts{o: o, namespace: namespace, client: client, log: log, now: time.Now, kick: make(chan struct{}, 1),
+		expiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sidesync_injector_certificate_expiry_timestamp_seconds",
+			Help: "When the served certificate (certificate=serving) and the newest CA (certificate=ca) expire, in seconds since 1970; the injector renews each with a third of its lifetime left."},
+			[]string{"certificate"}),
 		spec:    certSpec{names: o.dnsNames(namespace), caLifetime: o.caLifetime, certLifetime: o.certLifetime},
 		secrets: coreinformers.NewFilteredSecretInformer(client, namespace, 0, cache.Indexers{}, byName(o.secret)),
 	}
+	reg.MustRegister(s.expiry)
 	popts := metav1.PatchOptions{FieldManager: fieldManager}
 	s.hooks = []*hookConfig{
 		{kind: "MutatingWebhookConfiguration", name: o.mutating,
@@ -289,4 +295,6 @@ func (s *selfCerts) serve(kit *certKit) {
 	}
 	pair := kit.pair
 	s.cert.Store(&pair)
+	s.expiry.WithLabelValues("serving").Set(float64(kit.leaf.NotAfter.Unix()))
+	s.expiry.WithLabelValues("ca").Set(float64(kit.cas[0].NotAfter.Unix()))
 }

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,17 +234,43 @@ func testRenewals(t *testing.T, c *kubetest.Cluster, ins []*injector) {
 	if done.Load() == 0 {
 		t.Error("no admission ran across the renewals")
 	}
-	// Both serve the last certificate as soon as their watch has it.
+	// Both serve the last certificate as soon as their watch has it, and say when it expires.
+	want := fmt.Sprint(leaf.NotAfter.Unix())
 	deadline := time.Now().Add(30 * time.Second)
 	for i, in := range ins {
-		for certSerialBig(t, in.webhook) != leaf.SerialNumber.String() {
+		for certSerialBig(t, in.webhook) != leaf.SerialNumber.String() || expiryMetric(t, in.probes) != want {
 			if time.Now().After(deadline) {
-				t.Errorf("injector %d does not serve the last certificate", i)
+				t.Errorf("injector %d does not serve the last certificate, or its metric says it expires at %s, not %s", i, expiryMetric(t, in.probes), want)
 				break
 			}
 			time.Sleep(20 * time.Millisecond) // polling our own server, bounded by deadline
 		}
 	}
+}
+
+// expiryMetric is the serving certificate's expiry on the injector's /metrics, as written.
+func expiryMetric(t *testing.T, probes string) string {
+	t.Helper()
+	r, err := http.Get("http://" + probes + admission.MetricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const series = `sidesync_injector_certificate_expiry_timestamp_seconds{certificate="serving"} `
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, series); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return fmt.Sprint(int64(f))
+		}
+	}
+	return ""
 }
 
 // installSelf creates the chart's objects on c, but for the Deployment, whose container's

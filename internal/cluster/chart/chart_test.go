@@ -700,7 +700,7 @@ func TestInstallGuide(t *testing.T) {
 		".webhooks[]?.clientConfig.caBundle",
 		"https://github.com/argoproj/argo-cd/issues/1487", "https://github.com/argoproj/argo-cd/issues/4326",
 		"`tls.source: " + CertsSecret + "`", "`tls.source: " + CertsCertManager + "`", "`tls.source: " + CertsSelf + "`",
-		ReleaseName + CertSecretSuffix, "system-cluster-critical", fmt.Sprintf("`GOMEMLIMIT` is %d %%", GoMemLimitPercent),
+		ReleaseName + CertSecretSuffix, "system-cluster-critical", "sidesync_injector_certificate_expiry_timestamp_seconds", fmt.Sprintf("`GOMEMLIMIT` is %d %%", GoMemLimitPercent),
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/INSTALL.md does not say %q", want)
