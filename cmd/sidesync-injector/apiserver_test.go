@@ -51,8 +51,8 @@ func webhookOn(t *testing.T, c *kubetest.Cluster, args ...string) (*injector, *t
 // service rewritten to the injector's URL on loopback.
 func register(t *testing.T, c *kubetest.Cluster, addr string, caPEM []byte) {
 	t.Helper()
-	objs, err := chart.Injector.RenderOn(c.Version, map[string]any{"certManager": map[string]any{"enabled": false},
-		"tls": map[string]any{"secretName": "sidesync-injector-tls", "caBundle": string(caPEM)}}, ownNamespace)
+	objs, err := chart.Injector.RenderOn(c.Version, map[string]any{
+		"tls": map[string]any{"source": chart.CertsSecret, "secretName": "sidesync-injector-tls", "caBundle": string(caPEM)}}, ownNamespace)
 	if err != nil {
 		t.Fatalf("rendering the chart: %v", err)
 	}

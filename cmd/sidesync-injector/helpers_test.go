@@ -100,11 +100,16 @@ type injector struct {
 // cleanup.
 func startInjector(t testing.TB, ca *testCA, args ...string) *injector {
 	t.Helper()
+	return launchInjector(t, append([]string{"--tls-cert-file=" + ca.certFile(), "--tls-key-file=" + ca.keyFile()}, args...))
+}
+
+// launchInjector runs the injector in-process on loopback with args, and stops it at cleanup.
+func launchInjector(t testing.TB, args []string) *injector {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &injector{stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
 	started := make(chan struct{})
-	all := append([]string{"--listen=127.0.0.1:0", "--probe-listen=127.0.0.1:0", "--tls-cert-file=" + ca.certFile(),
-		"--tls-key-file=" + ca.keyFile(), "--drain-delay=0s", "--image=" + testImage}, args...)
+	all := append([]string{"--listen=127.0.0.1:0", "--probe-listen=127.0.0.1:0", "--drain-delay=0s", "--image=" + testImage}, args...)
 	go func() {
 		in.done <- run(ctx, all, buildinfo.Info{Version: testVersion, Commit: "test"}, in.stderr, func(w, p string) {
 			in.webhook, in.probes = w, p

@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sidesync/sidesync/internal/cluster/admission"
 	"github.com/sidesync/sidesync/internal/cluster/inject"
@@ -45,6 +46,7 @@ func main() {
 type config struct {
 	listen, probeListen string
 	certFile, keyFile   string
+	certs               certOptions // with --cert-secret: the self-managed certificates
 	namespace           string
 	kubeconfig          string
 	inject              inject.Options
@@ -60,6 +62,12 @@ type config struct {
 var usage = fmt.Sprintf(`sidesync-injector: sidesync's admission webhook.
 
 Usage: sidesync-injector --tls-cert-file FILE --tls-key-file FILE --namespace NS [flags]
+       sidesync-injector --cert-secret NAME --cert-service NAME --namespace NS [flags]
+
+With --cert-secret the injector manages its certificates itself: a CA and a serving certificate
+for the Service's DNS names in that Secret of --namespace (made when absent, renewed when a
+third of their lifetime is left), the CA bundle written into the two webhook configurations
+(and written again when something changes it there), the certificate served from memory.
 
 With --delivery image-volume it reads the API server's version and dry-run creates a wrapped
 pod in --namespace before it serves: below Kubernetes %[1]s, or when the stored pod has lost its
@@ -79,6 +87,13 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 	fs.StringVar(&c.probeListen, "probe-listen", ":8080", "HTTP address of "+admission.HealthzPath+", "+admission.ReadyzPath+" and "+admission.MetricsPath)
 	fs.StringVar(&c.certFile, "tls-cert-file", "", "PEM certificate chain (reloaded when the file changes)")
 	fs.StringVar(&c.keyFile, "tls-key-file", "", "PEM private key (reloaded with the certificate)")
+	fs.StringVar(&c.certs.secret, "cert-secret", "", "manage the certificates in this Secret of --namespace, instead of --tls-cert-file and --tls-key-file")
+	fs.StringVar(&c.certs.service, "cert-service", "", "with --cert-secret: the Service the API server calls (the certificate is for SERVICE.NAMESPACE.svc)")
+	fs.StringVar(&c.certs.clusterDomain, "cluster-domain", "cluster.local", "with --cert-secret: the cluster's DNS domain, for the certificate's names")
+	fs.StringVar(&c.certs.mutating, "mutating-webhook-configuration", admission.MutatingConfigName, "with --cert-secret: the MutatingWebhookConfiguration whose caBundle the injector writes")
+	fs.StringVar(&c.certs.validating, "validating-webhook-configuration", admission.ValidatingConfigName, "with --cert-secret: the ValidatingWebhookConfiguration whose caBundle the injector writes")
+	fs.DurationVar(&c.certs.caLifetime, "ca-lifetime", 10*365*24*time.Hour, "with --cert-secret: the CA's lifetime (renewed with a third left, the old one trusted until it expires)")
+	fs.DurationVar(&c.certs.certLifetime, "cert-lifetime", 365*24*time.Hour, "with --cert-secret: the serving certificate's lifetime (renewed with a third left)")
 	fs.StringVar(&c.namespace, "namespace", "", "the injector's own namespace, never mutated (from the downward API)")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: the pod's service account (in-cluster)")
 	fs.StringVar(&c.inject.Image, "image", "", "the sidesync image put into pods (default: this release's)")
@@ -128,9 +143,7 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 	if err := c.inject.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.certFile == "" || c.keyFile == "" {
-		errs = append(errs, errors.New("--tls-cert-file and --tls-key-file are required"))
-	}
+	errs = append(errs, c.checkCerts()...)
 	if c.namespace == "" {
 		errs = append(errs, errors.New("--namespace is required: the injector's own namespace is never mutated"))
 	}
@@ -144,6 +157,31 @@ func parse(args []string, build buildinfo.Info, stderr io.Writer) (*config, erro
 		errs = append(errs, errors.New("--drain-delay and --shutdown-timeout: not negative, and a shutdown timeout"))
 	}
 	return c, errors.Join(errs...)
+}
+
+// checkCerts checks the certificate flags: the files, or --cert-secret and what goes with it.
+func (c *config) checkCerts() []error {
+	var errs []error
+	if c.certs.secret == "" {
+		if c.certFile == "" || c.keyFile == "" {
+			errs = append(errs, errors.New("--tls-cert-file and --tls-key-file are required, or --cert-secret"))
+		}
+		return errs
+	}
+	if c.certFile != "" || c.keyFile != "" {
+		errs = append(errs, errors.New("--cert-secret, or --tls-cert-file and --tls-key-file: not both"))
+	}
+	for _, f := range []struct{ flag, value string }{{"cert-secret", c.certs.secret}, {"cert-service", c.certs.service},
+		{"cluster-domain", c.certs.clusterDomain}, {"mutating-webhook-configuration", c.certs.mutating},
+		{"validating-webhook-configuration", c.certs.validating}} {
+		if msgs := validation.IsDNS1123Subdomain(f.value); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--%s %q: %s", f.flag, f.value, strings.Join(msgs, "; ")))
+		}
+	}
+	if c.certs.certLifetime <= 0 || c.certs.caLifetime < c.certs.certLifetime {
+		errs = append(errs, fmt.Errorf("--cert-lifetime %s, --ca-lifetime %s: positive, and the CA's no shorter", c.certs.certLifetime, c.certs.caLifetime))
+	}
+	return errs
 }
 
 // ready is set by run once the server takes requests, and cleared when it drains.
@@ -165,10 +203,12 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 		h = slog.NewJSONHandler(stderr, nil)
 	}
 	log := slog.New(h)
-	certs, err := newCertReloader(c.certFile, c.keyFile)
-	if err != nil {
-		log.Error("certificate", "err", err)
-		return 1
+	var certs certSource
+	if c.certs.secret == "" {
+		if certs, err = newCertReloader(c.certFile, c.keyFile); err != nil {
+			log.Error("certificate", "err", err)
+			return 1
+		}
 	}
 	kube, err := newKube(ctx, c.kubeconfig, log)
 	if err != nil {
@@ -176,6 +216,16 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 		return 1
 	}
 	defer kube.stop()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if c.certs.secret != "" {
+		self := newSelfCerts(kube.client, c.namespace, c.certs, log, reg)
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); self.run(cctx) }()
+		defer func() { cancel(); <-done }()
+		certs = self
+	}
 	if err := checkCluster(ctx, kube.client, c.namespace, c.inject); err != nil {
 		log.Error("not starting: the cluster cannot take what the flags ask for", "err", err)
 		if errors.Is(err, errRefused) {
@@ -184,8 +234,6 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 		return 1
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := admission.NewMetrics(reg)
 	chooser := &admission.NativeChooser{Mode: c.native}
 	nodesSettled := func() bool { return true }
@@ -210,7 +258,7 @@ func run(ctx context.Context, args []string, build buildinfo.Info, stderr io.Wri
 	probes := http.NewServeMux()
 	probes.HandleFunc("GET "+admission.HealthzPath, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	probes.HandleFunc("GET "+admission.ReadyzPath, func(w http.ResponseWriter, _ *http.Request) {
-		if !rd.ok.Load() || !kube.synced() || !nodesSettled() {
+		if !rd.ok.Load() || !kube.synced() || !nodesSettled() || !certs.ready() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}

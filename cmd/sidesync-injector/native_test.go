@@ -38,8 +38,8 @@ func TestNativeOnAPIServer(t *testing.T) {
 	c := kubetest.Start(t)
 	ca := newTestCA(t)
 	c.CreateNamespace(t, ownNamespace)
-	objs, err := chart.Render(map[string]any{"certManager": map[string]any{"enabled": false},
-		"tls": map[string]any{"secretName": "sidesync-injector-tls", "caBundle": string(ca.PEM)}}, ownNamespace)
+	objs, err := chart.Render(map[string]any{
+		"tls": map[string]any{"source": chart.CertsSecret, "secretName": "sidesync-injector-tls", "caBundle": string(ca.PEM)}}, ownNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func TestBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--namespace=x", "--image=i:1"}, "--tls-cert-file and --tls-key-file are required"},
+		{[]string{"--namespace=x", "--image=i:1"}, "--tls-cert-file and --tls-key-file are required, or --cert-secret"},
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--image=i:1"}, "--namespace is required"},
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x"}, "--image is required"},
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--delivery=copy"}, `delivery "copy"`},
@@ -128,6 +128,12 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--log-format=xml"}, `--log-format "xml"`},
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--native=sometimes"}, `--native "sometimes": not auto, always or never`},
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "--native="}, `--native "": not auto, always or never`},
+		{[]string{"--cert-secret=s", "--tls-cert-file=a", "--tls-key-file=b", "--cert-service=svc", "--namespace=x", "--image=i:1"}, "--cert-secret, or --tls-cert-file and --tls-key-file: not both"},
+		{[]string{"--cert-secret=s", "--namespace=x", "--image=i:1"}, `--cert-service "": `},
+		{[]string{"--cert-secret=S_", "--cert-service=svc", "--namespace=x", "--image=i:1"}, `--cert-secret "S_": `},
+		{[]string{"--cert-secret=s", "--cert-service=svc", "--mutating-webhook-configuration=", "--namespace=x", "--image=i:1"}, `--mutating-webhook-configuration "": `},
+		{[]string{"--cert-secret=s", "--cert-service=svc", "--cert-lifetime=48h", "--ca-lifetime=24h", "--namespace=x", "--image=i:1"}, "--cert-lifetime 48h0m0s, --ca-lifetime 24h0m0s: positive, and the CA's no shorter"},
+		{[]string{"--cert-secret=s", "--cert-service=svc", "--cert-lifetime=0s", "--namespace=x", "--image=i:1"}, "--cert-lifetime 0s"},
 		{[]string{"--nope"}, "flag provided but not defined: -nope"},
 		{[]string{"--tls-cert-file=a", "--tls-key-file=b", "--namespace=x", "--image=i:1", "extra"}, `unexpected argument "extra"`},
 	} {

@@ -7,6 +7,14 @@ import (
 	"sync"
 )
 
+// certSource is where the served certificate comes from: files (certReloader) or the
+// self-managed Secret (selfCerts).
+type certSource interface {
+	tlsConfig() *tls.Config
+	// ready reports whether the webhook can be called: a certificate the API server trusts.
+	ready() bool
+}
+
 // certReloader serves the key pair in two files and loads it again when either changes (a
 // renewed cert-manager Certificate, a Secret's volume swapped by the kubelet): every handshake
 // checks the files' modification times and sizes, which costs two stats, and a pair that
@@ -64,6 +72,9 @@ func (r *certReloader) get() (*tls.Certificate, error) {
 	r.err = err
 	return r.cert, nil // keep serving the last good pair
 }
+
+// ready is always true: the pair was loaded at the start, and the caBundle is someone else's.
+func (r *certReloader) ready() bool { return true }
 
 // tlsConfig is TLS 1.2 or newer, with the key pair of the files.
 func (r *certReloader) tlsConfig() *tls.Config {

@@ -54,31 +54,53 @@ var testCA = func() string {
 type renderCase struct {
 	name        string
 	values      map[string]any
-	certManager bool
+	source      string // tls.source as the chart reads it: CertsSelf, CertsCertManager, CertsSecret
 	resolve     bool
 	nodes       bool   // the injector lists and watches Nodes (native auto)
 	caBundle    []byte // the webhook configurations' caBundle
-	secret      string // the Secret the injector reads
+	secret      string // the Secret the injector reads (files) or keeps (self)
 	timeout     int32
 	extraArgs   []string // beyond the fixed ones, in order
 	imageVolume bool     // delivery: image-volume, with the Role of the injector's check
+	priority    string   // the pods' priorityClassName
+	quota       bool     // a ResourceQuota admitting the priority class
+	goMemLimit  string   // GOMEMLIMIT, "" for none
 }
 
+// selfArgs are the injector's certificate flags with tls.source self, for a release named
+// ReleaseName.
+var selfArgs = []string{"--cert-secret=" + ReleaseName + CertSecretSuffix, "--cert-service=" + ReleaseName, "--cluster-domain=cluster.local",
+	"--mutating-webhook-configuration=" + admission.MutatingConfigName, "--validating-webhook-configuration=" + admission.ValidatingConfigName,
+	"--ca-lifetime=87600h", "--cert-lifetime=8760h"}
+
 func renderCases() []renderCase {
+	defaultArgs := []string{"--delivery=init-copy", "--native=auto", "--max-in-flight=16", "--log-format=json"}
+	// 90% of the default limit, 256Mi.
+	const memLimit = "241591910"
 	return []renderCase{
-		{name: "defaults", values: nil, certManager: true, nodes: true, secret: "sidesync-injector-tls", timeout: 10,
-			extraArgs: []string{"--delivery=init-copy", "--native=auto", "--max-in-flight=16", "--log-format=json"}},
-		{name: "cert-manager", values: map[string]any{"certManager": map[string]any{"enabled": true}, "webhook": map[string]any{"timeoutSeconds": 7}},
-			certManager: true, nodes: true, secret: "sidesync-injector-tls", timeout: 7,
-			extraArgs: []string{"--delivery=init-copy", "--native=auto", "--max-in-flight=16", "--log-format=json"}},
+		{name: "defaults", values: nil, source: CertsSelf, nodes: true, secret: ReleaseName + CertSecretSuffix, timeout: 10,
+			extraArgs: defaultArgs, priority: "system-cluster-critical", quota: true, goMemLimit: memLimit},
+		{name: "cert-manager", values: map[string]any{"tls": map[string]any{"source": CertsCertManager}, "webhook": map[string]any{"timeoutSeconds": 7}},
+			source: CertsCertManager, nodes: true, secret: "sidesync-injector-tls", timeout: 7,
+			extraArgs: defaultArgs, priority: "system-cluster-critical", quota: true, goMemLimit: memLimit},
+		{name: "cert-manager, as earlier charts said it", values: map[string]any{"certManager": map[string]any{"enabled": true}},
+			source: CertsCertManager, nodes: true, secret: "sidesync-injector-tls", timeout: 10,
+			extraArgs: defaultArgs, priority: "system-cluster-critical", quota: true, goMemLimit: memLimit},
 		{name: "user-secret", values: map[string]any{
-			"certManager": map[string]any{"enabled": false},
-			"tls":         map[string]any{"secretName": "my-webhook-tls", "caBundle": testCA},
-			"delivery":    "image-volume", "logFormat": "", "maxInFlight": 16, "native": "always",
-		}, caBundle: []byte(testCA), secret: "my-webhook-tls", timeout: 10, imageVolume: true,
-			extraArgs: []string{"--delivery=image-volume", "--native=always", "--max-in-flight=16"}},
-		{name: "resolve", values: map[string]any{"resolve": map[string]any{"enabled": true, "registryAllow": []any{"10.0.0.0/8", "fd00::/8"}}, "native": "never"},
-			certManager: true, resolve: true, secret: "sidesync-injector-tls", timeout: 10,
+			"tls":      map[string]any{"source": CertsSecret, "secretName": "my-webhook-tls", "caBundle": testCA},
+			"delivery": "image-volume", "logFormat": "", "maxInFlight": 16, "native": "always",
+			"priorityClassName": "", "resources": map[string]any{"limits": map[string]any{"cpu": "1", "memory": "1.5Gi"}},
+		}, source: CertsSecret, caBundle: []byte(testCA), secret: "my-webhook-tls", timeout: 10, imageVolume: true,
+			extraArgs: []string{"--delivery=image-volume", "--native=always", "--max-in-flight=16"}, goMemLimit: "1449551462"},
+		{name: "user-secret, as earlier charts said it", values: map[string]any{
+			"certManager":       map[string]any{"enabled": false},
+			"tls":               map[string]any{"secretName": "my-webhook-tls", "caBundle": testCA},
+			"priorityClassName": "", "priorityClassQuota": true,
+		}, source: CertsSecret, caBundle: []byte(testCA), secret: "my-webhook-tls", timeout: 10, nodes: true,
+			extraArgs: defaultArgs, goMemLimit: memLimit},
+		{name: "resolve", values: map[string]any{"resolve": map[string]any{"enabled": true, "registryAllow": []any{"10.0.0.0/8", "fd00::/8"}}, "native": "never",
+			"priorityClassName": "system-node-critical", "priorityClassQuota": false},
+			source: CertsSelf, resolve: true, secret: ReleaseName + CertSecretSuffix, timeout: 10, priority: "system-node-critical", goMemLimit: memLimit,
 			extraArgs: []string{"--delivery=init-copy", "--native=never", "--resolve", "--registry-allow=10.0.0.0/8,fd00::/8", "--max-in-flight=16", "--log-format=json"}},
 	}
 }
@@ -129,17 +151,30 @@ func checkRendered(objs []map[string]any, c renderCase) []string {
 		"PodDisruptionBudget": 1, "MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1,
 		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 2,
 	}
-	if c.certManager {
+	switch c.source {
+	case CertsCertManager:
 		want["Issuer"], want["Certificate"] = 2, 2
+	case CertsSelf:
+		want["Role"], want["RoleBinding"], want["ClusterRole"], want["ClusterRoleBinding"] = 1, 1, 2, 2
+	}
+	if c.quota {
+		want["ResourceQuota"] = 1
 	}
 	if c.imageVolume {
-		want["Role"], want["RoleBinding"] = 1, 1
+		want["Role"]++
+		want["RoleBinding"]++
 	}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		add("objects by kind (-want +got):\n%s", diff)
 	}
 	if c.imageVolume {
 		problems = append(problems, checkImageVolumeRole(objs)...)
+	}
+	if c.source == CertsSelf {
+		problems = append(problems, checkCertRoles(objs, c.secret)...)
+	}
+	if c.quota {
+		problems = append(problems, checkQuota(objs, c.priority)...)
 	}
 
 	var role rbacv1.ClusterRole
@@ -218,21 +253,32 @@ func checkDeployment(dep *appsv1.Deployment, c renderCase) []string {
 	if ctr.Image != "ghcr.io/sidesync/sidesync-injector:v0.1.0" {
 		add("image %q", ctr.Image)
 	}
-	wantArgs := append([]string{
-		"--listen=:8443", "--tls-cert-file=/tls/tls.crt", "--tls-key-file=/tls/tls.key", "--probe-listen=:8080",
-		"--namespace=$(POD_NAMESPACE)", "--image=ghcr.io/sidesync/sidesync:v0.1.0",
-	}, c.extraArgs...)
+	certArgs := []string{"--tls-cert-file=/tls/tls.crt", "--tls-key-file=/tls/tls.key"}
+	if c.source == CertsSelf {
+		certArgs = selfArgs
+	}
+	wantArgs := slices.Concat([]string{"--listen=:8443"}, certArgs, []string{"--probe-listen=:8080",
+		"--namespace=$(POD_NAMESPACE)", "--image=ghcr.io/sidesync/sidesync:v0.1.0"}, c.extraArgs)
 	if diff := cmp.Diff(wantArgs, ctr.Args); diff != "" {
 		add("args (-want +got):\n%s", diff)
 	}
 	if len(ctr.Command) > 0 {
 		add("command %q: the image's entrypoint is the injector", ctr.Command)
 	}
-	podNS := false
+	if spec.PriorityClassName != c.priority {
+		add("priorityClassName %q, want %q", spec.PriorityClassName, c.priority)
+	}
+	podNS, memLimit := false, ""
 	for _, e := range ctr.Env {
 		if e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace" {
 			podNS = true
 		}
+		if e.Name == "GOMEMLIMIT" {
+			memLimit = e.Value
+		}
+	}
+	if memLimit != c.goMemLimit {
+		add("GOMEMLIMIT %q, want %q", memLimit, c.goMemLimit)
 	}
 	if !podNS {
 		add("POD_NAMESPACE is not metadata.namespace from the downward API")
@@ -268,7 +314,10 @@ func checkDeployment(dep *appsv1.Deployment, c renderCase) []string {
 			}
 		}
 	}
-	if !mounted {
+	switch {
+	case c.source == CertsSelf && len(spec.Volumes) != 1:
+		add("volumes %+v: the injector keeps its certificates in memory, no Secret is mounted", spec.Volumes)
+	case c.source != CertsSelf && !mounted:
 		add("the Secret %s is not mounted read-only at /tls (whole, so that renewals reach the pod)", c.secret)
 	}
 	return problems
@@ -311,7 +360,7 @@ func checkWebhooks(objs []map[string]any, c renderCase) []string {
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	o := Options(testNamespace, ReleaseName, c.caBundle, c.timeout)
 	wantAnn := map[string]string(nil)
-	if c.certManager {
+	if c.source == CertsCertManager {
 		wantAnn = map[string]string{"cert-manager.io/inject-ca-from": testNamespace + "/sidesync-injector-tls"}
 	}
 	type meta interface {
@@ -376,6 +425,28 @@ func TestChecksCatch(t *testing.T) {
 		{"get on nodes", `get on ""/nodes`, func(objs []map[string]any) []map[string]any {
 			role := Find(objs, "ClusterRole", ReleaseName)
 			role["rules"] = append(role["rules"].([]any), map[string]any{"apiGroups": []any{""}, "resources": []any{"nodes"}, "verbs": []any{"get"}})
+			return objs
+		}},
+		{"any Secret for the certificates", "the Role " + ReleaseName + CertSecretSuffix, func(objs []map[string]any) []map[string]any {
+			rules := Find(objs, "Role", ReleaseName+CertSecretSuffix)["rules"].([]any)
+			delete(rules[1].(map[string]any), "resourceNames")
+			return objs
+		}},
+		{"any webhook configuration", "the ClusterRole " + ReleaseName + CertSecretSuffix, func(objs []map[string]any) []map[string]any {
+			rules := Find(objs, "ClusterRole", ReleaseName+CertSecretSuffix)["rules"].([]any)
+			rules[0].(map[string]any)["verbs"] = []any{"get", "list", "watch", "patch", "delete"}
+			return objs
+		}},
+		{"GOMEMLIMIT the whole limit", "GOMEMLIMIT", func(objs []map[string]any) []map[string]any {
+			for _, e := range containerOf(objs)["env"].([]any) {
+				if e := e.(map[string]any); e["name"] == "GOMEMLIMIT" {
+					e["value"] = "268435456"
+				}
+			}
+			return objs
+		}},
+		{"no priority", "priorityClassName", func(objs []map[string]any) []map[string]any {
+			delete(dig(Find(objs, "Deployment", ReleaseName), "spec", "template", "spec"), "priorityClassName")
 			return objs
 		}},
 		{"one replica", "replicas", func(objs []map[string]any) []map[string]any {
@@ -465,6 +536,12 @@ func TestRenderRefuses(t *testing.T) {
 		{"no secret", map[string]any{"certManager": map[string]any{"enabled": false}, "tls": map[string]any{"caBundle": testCA}}, "tls.secretName is required"},
 		{"no CA", map[string]any{"certManager": map[string]any{"enabled": false}, "tls": map[string]any{"secretName": "s"}}, "tls.caBundle"},
 		{"base64 CA", map[string]any{"certManager": map[string]any{"enabled": false}, "tls": map[string]any{"secretName": "s", "caBundle": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"}}, "must be PEM"},
+		{"no secret, by source", map[string]any{"tls": map[string]any{"source": CertsSecret, "caBundle": testCA}}, "tls.secretName is required"},
+		{"no CA, by source", map[string]any{"tls": map[string]any{"source": CertsSecret, "secretName": "s"}}, "tls.caBundle"},
+		{"a source of no kind", map[string]any{"tls": map[string]any{"source": "vault"}}, "source"},
+		{"certManager.enabled against tls.source", map[string]any{"certManager": map[string]any{"enabled": true}, "tls": map[string]any{"source": CertsSecret}},
+			"certManager.enabled: true means tls.source: cert-manager, but tls.source is secret"},
+		{"a lifetime of no duration", map[string]any{"tls": map[string]any{"certLifetime": "1 year"}}, "certLifetime"},
 		{"timeout", map[string]any{"webhook": map[string]any{"timeoutSeconds": 31}}, "timeoutSeconds"},
 		{"delivery", map[string]any{"delivery": "copy"}, "delivery"},
 		{"native", map[string]any{"native": "sometimes"}, "native"},
@@ -622,6 +699,8 @@ func TestInstallGuide(t *testing.T) {
 		admission.ExplicitWebhook, admission.NamespaceWebhook,
 		".webhooks[]?.clientConfig.caBundle",
 		"https://github.com/argoproj/argo-cd/issues/1487", "https://github.com/argoproj/argo-cd/issues/4326",
+		"`tls.source: " + CertsSecret + "`", "`tls.source: " + CertsCertManager + "`", "`tls.source: " + CertsSelf + "`",
+		ReleaseName + CertSecretSuffix, "system-cluster-critical", "sidesync_injector_certificate_expiry_timestamp_seconds", fmt.Sprintf("`GOMEMLIMIT` is %d %%", GoMemLimitPercent),
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/INSTALL.md does not say %q", want)

@@ -3,6 +3,7 @@ package chart
 import (
 	"fmt"
 
+	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,8 @@ func typed(kind string) any {
 		return &corev1.Secret{}
 	case "PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}
+	case "ResourceQuota":
+		return &corev1.ResourceQuota{}
 	case "ClusterRole":
 		return &rbacv1.ClusterRole{}
 	case "ClusterRoleBinding":
@@ -141,4 +144,57 @@ func checkRestricted(spec *corev1.PodSpec) []string {
 		}
 	}
 	return problems
+}
+
+// checkCertRoles lists what is wrong with the Role and ClusterRole of the self-managed
+// certificates: anything but CertRules on the Secret and CertClusterRules, bound to anyone
+// but the injector's ServiceAccount.
+func checkCertRoles(objs []map[string]any, secret string) []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	name := ReleaseName + CertSecretSuffix
+	subjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: ReleaseName, Namespace: testNamespace}}
+	var role rbacv1.Role
+	if o := Find(objs, "Role", name); o == nil || Decode(o, &role) != nil {
+		add("no Role %s", name)
+	} else if diff := cmp.Diff(CertRules(secret), role.Rules); diff != "" {
+		add("the Role %s (-want +got):\n%s", name, diff)
+	}
+	var crole rbacv1.ClusterRole
+	if o := Find(objs, "ClusterRole", name); o == nil || Decode(o, &crole) != nil {
+		add("no ClusterRole %s", name)
+	} else if diff := cmp.Diff(CertClusterRules(), crole.Rules); diff != "" {
+		add("the ClusterRole %s (-want +got):\n%s", name, diff)
+	}
+	var rb rbacv1.RoleBinding
+	if o := Find(objs, "RoleBinding", name); o == nil || Decode(o, &rb) != nil {
+		add("no RoleBinding %s", name)
+	} else if rb.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name}) || !cmp.Equal(rb.Subjects, subjects) {
+		add("the RoleBinding binds %+v to %+v", rb.RoleRef, rb.Subjects)
+	}
+	var crb rbacv1.ClusterRoleBinding
+	if o := Find(objs, "ClusterRoleBinding", name); o == nil || Decode(o, &crb) != nil {
+		add("no ClusterRoleBinding %s", name)
+	} else if crb.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name}) || !cmp.Equal(crb.Subjects, subjects) {
+		add("the ClusterRoleBinding binds %+v to %+v", crb.RoleRef, crb.Subjects)
+	}
+	return problems
+}
+
+// checkQuota lists what is wrong with the ResourceQuota that admits the pods' priority class.
+func checkQuota(objs []map[string]any, priority string) []string {
+	qs := OfKind(objs, "ResourceQuota")
+	if len(qs) != 1 {
+		return []string{fmt.Sprintf("%d ResourceQuotas, want 1", len(qs))}
+	}
+	var q corev1.ResourceQuota
+	if err := Decode(qs[0], &q); err != nil {
+		return []string{err.Error()}
+	}
+	want := &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+		{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{priority}}}}
+	if diff := cmp.Diff(want, q.Spec.ScopeSelector); diff != "" || q.Spec.Hard.Pods().IsZero() {
+		return []string{fmt.Sprintf("the ResourceQuota does not admit pods of %s (-want +got):\n%s", priority, diff)}
+	}
+	return nil
 }

@@ -118,7 +118,13 @@ func injectorFiles() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	certs, err := certsTemplate()
+	if err != nil {
+		return nil, err
+	}
 	return map[string][]byte{
+		CertsTemplate:       certs,
+		MemoryTemplate:      memoryTemplate(string(Injector)),
 		WebhooksTemplate:    hooks,
 		BackstopTemplate:    backstop,
 		AdmissionTemplate:   admissionTemplate(),
@@ -144,6 +150,7 @@ type marked struct {
 	endpoint    bool // the Service and the caBundle
 	namespace   bool // the injector's namespace, excluded
 	names       bool // names derived from the fullname (the Service marker and a suffix), the ServiceAccount's
+	certSecret  bool // the self-managed certificates' Secret, in a list of names
 }
 
 // withMarkers sets the labels (and, for a webhook configuration, the annotations) markers.
@@ -184,10 +191,11 @@ var (
 	// annotationsBlock is the annotations key with the marker as its one entry.
 	annotationsBlock = regexp.MustCompile(`(?m)^( *)annotations:\n( *)` + markAnnotations + `: x\n`)
 	// caBundleLine is the caBundle key with the marker, base64-encoded as the API encodes bytes.
-	caBundleLine  = regexp.MustCompile(`(?m)^( *)caBundle: ` + regexp.QuoteMeta(base64.StdEncoding.EncodeToString([]byte(markCABundle))) + `\n`)
-	serviceLine   = regexp.MustCompile(`(?m)^( *)name: ` + markService + `\n`)
-	namespaceLine = regexp.MustCompile(`(?m)^( *)(namespace: |- )` + markNamespace + `\n`)
-	timeoutLine   = regexp.MustCompile(`(?m)^( *)timeoutSeconds: ` + fmt.Sprint(markTimeout) + `\n`)
+	caBundleLine   = regexp.MustCompile(`(?m)^( *)caBundle: ` + regexp.QuoteMeta(base64.StdEncoding.EncodeToString([]byte(markCABundle))) + `\n`)
+	serviceLine    = regexp.MustCompile(`(?m)^( *)name: ` + markService + `\n`)
+	namespaceLine  = regexp.MustCompile(`(?m)^( *)(namespace: |- )` + markNamespace + `\n`)
+	certSecretLine = regexp.MustCompile(`(?m)^( *)- ` + markCertSecret + `\n`)
+	timeoutLine    = regexp.MustCompile(`(?m)^( *)timeoutSeconds: ` + fmt.Sprint(markTimeout) + `\n`)
 )
 
 // webhooksTemplate is templates/webhooks.yaml: the webhook configurations of internal/cluster/admission,
@@ -291,6 +299,11 @@ func templateOne(m marked) (string, error) {
 				return ind[0] + "name: {{ include \"sidesync-injector.serviceAccountName\" . | quote }}\n"
 			})
 		}
+	}
+	if m.certSecret {
+		replace("cert secret", certSecretLine, func(ind []string) string {
+			return ind[0] + "- {{ include \"sidesync-injector.certSecretName\" . | quote }}\n"
+		})
 	}
 	if m.namespace {
 		// The Service's namespace, and the injector's among the excluded namespaces' names:

@@ -36,7 +36,7 @@ func rescuerFiles() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{PolicyTemplate: policy, RescueTemplate: rescueTemplate()}, nil
+	return map[string][]byte{PolicyTemplate: policy, RescueTemplate: rescueTemplate(), MemoryTemplate: memoryTemplate(string(Rescuer))}, nil
 }
 
 // policyTemplate is templates/policy.yaml: rescue.Policy's ValidatingAdmissionPolicy and binding,

@@ -4,16 +4,9 @@ package nodejobs
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -33,7 +26,8 @@ import (
 
 // sidesync's admission on the node, as a new user installs it: the injector's image (built
 // from this checkout) runs as the chart's Deployment, the chart rendered with Helm v4's engine
-// (internal/cluster/chart) with a certificate of the test's own, every object created through the API;
+// (internal/cluster/chart) with its default values (the injector makes its own certificates), every
+// object created through the API;
 // the API server calls the webhook through its Service. Then a namespace is labelled, a CronJob
 // made from an example's plain Job is created, and nothing else is done: the CronJob fires, the
 // mesh stand-in adds the sidecar, the webhook wraps the app, and the Job completes. The
@@ -68,18 +62,9 @@ func installChart(t testing.TB, n *kubetest.Node) error {
 	// The namespace as a user makes it, enforcing Pod Security "restricted", which the chart's
 	// pods meet.
 	n.CreateNamespaceLabelled(t, injectorNamespace, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
-	caPEM, certPEM, keyPEM, err := serviceCert("sidesync-injector." + injectorNamespace + ".svc")
-	if err != nil {
-		return err
-	}
-	n.Create(t, "/api/v1/namespaces/"+injectorNamespace+"/secrets", map[string]any{"apiVersion": "v1", "kind": "Secret",
-		"metadata": map[string]any{"name": "sidesync-injector-tls"}, "type": "kubernetes.io/tls",
-		"stringData": map[string]any{"tls.crt": string(certPEM), "tls.key": string(keyPEM)}})
-	objs, err := chart.Render(map[string]any{
-		"certManager":   map[string]any{"enabled": false},
-		"tls":           map[string]any{"secretName": "sidesync-injector-tls", "caBundle": string(caPEM)},
-		"sidesyncImage": map[string]any{"tag": exampleVersion},
-	}, injectorNamespace)
+	// The default values but the sidesync image's tag: the injector makes its own certificates
+	// and writes the webhook configurations' caBundle (tls.source self); nothing else is installed.
+	objs, err := chart.Render(map[string]any{"sidesyncImage": map[string]any{"tag": exampleVersion}}, injectorNamespace)
 	if err != nil {
 		return err
 	}
@@ -161,40 +146,6 @@ func onlyModeIn(o map[string]any, mode string) {
 		}
 		add(mr)
 	}
-}
-
-// serviceCert makes a CA and a serving certificate for a Service's DNS name, as PEM.
-func serviceCert(dns string) (caPEM, certPEM, keyPEM []byte, err error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "nodejobs CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dns}, DNSNames: []string{dns},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
 }
 
 // onlyMode adds the requirement admissionLabel=mode to a namespace selector.

@@ -58,27 +58,49 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- include "sidesync-injector.imageRef" (dict "image" .Values.sidesyncImage "appVersion" .Chart.AppVersion) }}
 {{- end }}
 
+{{/*
+Where the serving certificate comes from: tls.source (self, cert-manager or secret). The
+certManager.enabled of earlier charts still chooses: true is cert-manager, false is secret; it
+may not contradict a tls.source other than the default.
+*/}}
+{{- define "sidesync-injector.certSource" -}}
+{{- $source := .Values.tls.source }}
+{{- if hasKey (default (dict) .Values.certManager) "enabled" }}
+{{- $old := ternary "cert-manager" "secret" (eq (toString .Values.certManager.enabled) "true") }}
+{{- if and (ne $source "self") (ne $source $old) }}
+{{- fail (printf "certManager.enabled: %v means tls.source: %s, but tls.source is %s: drop certManager.enabled (tls.source replaces it)" .Values.certManager.enabled $old $source) }}
+{{- end }}
+{{- $source = $old }}
+{{- end }}
+{{- $source }}
+{{- end }}
+
 {{/* cert-manager's serving Certificate, and the Secret it writes. */}}
 {{- define "sidesync-injector.certificateName" -}}
 {{- printf "%s-tls" (include "sidesync-injector.fullname" .) }}
 {{- end }}
 
-{{/* The Secret the injector reads its certificate from: cert-manager's, or the user's. */}}
+{{/* The Secret the injector keeps its own certificates in (tls.source self). */}}
+{{- define "sidesync-injector.certSecretName" -}}
+{{- printf "%s-certs" (include "sidesync-injector.fullname" .) }}
+{{- end }}
+
+{{/* The Secret the injector reads its certificate files from: cert-manager's, or the user's. */}}
 {{- define "sidesync-injector.tlsSecretName" -}}
-{{- if .Values.certManager.enabled }}
+{{- if eq (include "sidesync-injector.certSource" .) "cert-manager" }}
 {{- include "sidesync-injector.certificateName" . }}
 {{- else }}
-{{- required "tls.secretName is required when certManager.enabled is false" .Values.tls.secretName }}
+{{- required "tls.secretName is required with tls.source: secret" .Values.tls.secretName }}
 {{- end }}
 {{- end }}
 
 {{/*
-The webhook configurations' caBundle: empty with cert-manager (its CA injector fills it in,
-from the annotation below), else the user's PEM, base64-encoded. Never patched at run time.
+The webhook configurations' caBundle: the user's PEM, base64-encoded, with tls.source secret;
+else empty (cert-manager's CA injector, or the injector itself, fills it in at run time).
 */}}
 {{- define "sidesync-injector.caBundle" -}}
-{{- if not .Values.certManager.enabled }}
-{{- $pem := required "tls.caBundle (the PEM of the CA) is required when certManager.enabled is false" .Values.tls.caBundle }}
+{{- if eq (include "sidesync-injector.certSource" .) "secret" }}
+{{- $pem := required "tls.caBundle (the PEM of the CA) is required with tls.source: secret" .Values.tls.caBundle }}
 {{- if not (contains "-----BEGIN CERTIFICATE-----" $pem) }}
 {{- fail "tls.caBundle must be PEM (-----BEGIN CERTIFICATE-----...), not base64: the chart encodes it" }}
 {{- end }}
@@ -89,7 +111,7 @@ from the annotation below), else the user's PEM, base64-encoded. Never patched a
 {{/* The webhook configurations' annotations, as YAML; empty when there are none. */}}
 {{- define "sidesync-injector.webhookAnnotations" -}}
 {{- $a := deepCopy (default (dict) .Values.webhook.annotations) }}
-{{- if .Values.certManager.enabled }}
+{{- if eq (include "sidesync-injector.certSource" .) "cert-manager" }}
 {{- $_ := set $a "cert-manager.io/inject-ca-from" (printf "%s/%s" .Release.Namespace (include "sidesync-injector.certificateName" .)) }}
 {{- end }}
 {{- if $a }}
@@ -100,4 +122,12 @@ from the annotation below), else the user's PEM, base64-encoded. Never patched a
 {{- define "sidesync-injector.webhookTimeoutSeconds" -}}
 {{- $t := int (default 0 .Values.webhook.timeoutSeconds) }}
 {{- if eq $t 0 }}{{ include "sidesync-injector.admission.defaultTimeoutSeconds" . }}{{ else }}{{ $t }}{{ end }}
+{{- end }}
+
+{{/*
+The system priority classes, which clusters may keep to kube-system unless a ResourceQuota of
+the namespace admits them (https://kubernetes.io/docs/concepts/policy/resource-quotas/#limit-priority-class-consumption-by-default).
+*/}}
+{{- define "sidesync-injector.systemPriority" -}}
+{{- if has .Values.priorityClassName (list "system-cluster-critical" "system-node-critical") }}true{{ end }}
 {{- end }}
