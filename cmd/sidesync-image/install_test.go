@@ -4,14 +4,7 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -33,8 +26,8 @@ import (
 // TestHelmInstallFromOCI installs both charts as a user does, from the OCI references that
 // sidesync-image pushes them to (here a registry on loopback), with the real helm CLI, into a
 // real kube-apiserver; the objects of each release are there, with the release's version in
-// their labels and its images. The injector gets its TLS from a Secret (certManager.enabled
-// false): there is no cert-manager in the cluster. Skips without the API server
+// their labels and its images. Both with their default values: the injector's certificates
+// are its own (tls.source self), with nothing else installed in the cluster. Skips without the API server
 // (.ci/build-kube.sh) or helm (.ci/build-helm.sh).
 func TestHelmInstallFromOCI(t *testing.T) {
 	helm := releasetest.Tool(t, "helm")
@@ -54,7 +47,7 @@ func TestHelmInstallFromOCI(t *testing.T) {
 		values []string
 	}{
 		{chart.Rescuer, nil},
-		{chart.Injector, []string{"--set", "certManager.enabled=false", "--set", "tls.secretName=sidesync-injector-tls", "--set-file", "tls.caBundle=" + testCAFile(t)}},
+		{chart.Injector, nil}, // its defaults: certificates of its own (tls.source self), nothing else installed
 	} {
 		t.Run(string(install.chart), func(t *testing.T) {
 			ns := string(install.chart) + "-system"
@@ -157,27 +150,6 @@ func checkInstalled(t *testing.T, c *kubetest.Cluster, ns, name, chartVersion st
 	if len(secrets.Items) != 1 || secrets.Items[0].Metadata.Name != "sh.helm.release.v1."+name+".v1" {
 		t.Errorf("helm's release records in %s: %+v, want sh.helm.release.v1.%s.v1", ns, secrets.Items, name)
 	}
-}
-
-// testCAFile writes the PEM of a self-signed CA into a file, for the injector's tls.caBundle.
-func testCAFile(t *testing.T) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "sidesync test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // TestKrewInstall installs kubectl-sidesync from the release's krew manifest and archive
