@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -15,15 +16,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/sidesync/sidesync/internal/cluster/rescue"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
@@ -203,8 +207,9 @@ func complete(t *testing.T, c *kubetest.Cluster, ns, name string) {
 
 // rescueDoc is -o json's document as a script reads it.
 type rescueDoc struct {
-	DryRun bool `json:"dryRun"`
-	Pods   []struct {
+	DryRun         bool   `json:"dryRun"`
+	DryRunStrategy string `json:"dryRunStrategy"`
+	Pods           []struct {
 		Namespace, Name, Verdict, Refusal, Reason, Hint, Plan string
 		Targets                                               []struct {
 			Container, Profile, Spec string
@@ -662,29 +667,39 @@ func TestRescueUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown output", []string{"-o", "yaml"}, `--output "yaml": must be text or json`},
+		{"unknown output", []string{"-o", "xml"}, `unable to match a printer suitable for the output format "xml", allowed formats are: text,json,yaml`},
 		{"-A with names", []string{"-A", "job-1"}, "--all-namespaces (-A) takes no pod names"},
 		{"-A with -n", []string{"-A", "-n", "batch"}, "--all-namespaces (-A) and --namespace (-n): give one"},
 		{"bad image", []string{"--image", "Not An Image"}, `--image "Not An Image"`},
 		{"negative wait", []string{"--wait", "-1s"}, "--wait -1s: must not be negative"},
-		{"wait not a duration", []string{"--wait", "soon"}, `invalid value "soon" for flag -wait`},
-		{"unknown flag", []string{"--force"}, "flag provided but not defined: -force"},
+		{"wait not a duration", []string{"--wait", "soon"}, `invalid argument "soon" for "--wait" flag: time: invalid duration "soon"`},
+		{"unknown flag", []string{"--force"}, "error: unknown flag: --force\nSee 'kubectl sidesync rescue --help' for usage.\n"},
+		{"bad dry run", []string{"--dry-run=maybe"}, `Invalid dry-run value (maybe). Must be "none", "server", or "client".`},
 		{"bad signal", []string{"--signal", "app,Log_Shipper"}, `--signal "Log_Shipper": not a container name`},
 		{"bad namespace", []string{"-n", "Batch"}, `--namespace "Batch": not a namespace name`},
 		{"bad pod name", []string{"jobs/x/y"}, `"jobs/x/y": not a pod name`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := rescueCmd(kubeconfig, tt.args...)
-			if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, "kubectl sidesync rescue --help") {
+			if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, "See 'kubectl sidesync rescue -") {
 				t.Errorf("want exit 2, nothing on stdout, %q on stderr:\n%s", tt.want, r)
 			}
 		})
 	}
 	t.Run("development build without --image", func(t *testing.T) {
 		var out, errOut bytes.Buffer
-		code := run([]string{"rescue", "--kubeconfig", kubeconfig, "--dry-run"}, devBuild, nil, &out, &errOut)
+		code := run([]string{"rescue", "--kubeconfig", kubeconfig}, devBuild, nil, &out, &errOut)
 		if want := "--image is required: this is a development build"; code != 2 || !strings.Contains(errOut.String(), want) {
 			t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut.String(), want)
+		}
+	})
+	// A dry run sends no image to run: it names the build's own, saying it is not published.
+	t.Run("development build, dry run without --image", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		code := run([]string{"rescue", "--kubeconfig", kubeconfig, "--dry-run=client"}, devBuild, nil, &out, &errOut)
+		want := "kubectl sidesync rescue: a development build without --image: the dry run names " + buildinfo.ImageRepository + ":devel, which is not published; a rescue needs --image\n"
+		if code != 1 || !strings.HasPrefix(errOut.String(), want) {
+			t.Errorf("exit %d, stderr %q; want 1 (the API server is a closed port) and first %q", code, errOut.String(), want)
 		}
 	})
 	t.Run("the same flags, right, reach the API server", func(t *testing.T) {
@@ -706,12 +721,18 @@ func TestRescueHelp(t *testing.T) {
 // TestRescueFlags: flags may follow the pod names, as with kubectl; pod/NAME is NAME; a name
 // given twice is one pod.
 func TestRescueFlags(t *testing.T) {
-	cfg, err := parseRescueFlags([]string{"job-1", "--dry-run", "-n", "batch", "pod/job-2", "--signal", "a,b", "--signal", "c", "job-1", "--wait=0"}, corpusBuild)
-	if err != nil {
+	cfg := rescueConfig{kube: genericclioptions.NewConfigFlags(true)}
+	var fl rescueFlags
+	cmd := &cobra.Command{Use: "rescue"}
+	addRescueFlags(cmd, &cfg, &fl)
+	if err := cmd.ParseFlags([]string{"job-1", "--dry-run=client", "-n", "batch", "pod/job-2", "--signal", "a,b", "--signal", "c", "job-1", "--wait=0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.complete(cmd, fl, cmd.Flags().Args(), env{build: corpusBuild, stderr: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
 	image, _ := corpusBuild.Image()
-	if diff := cmp.Diff([]string{"job-1", "job-2"}, cfg.pods); diff != "" || !cfg.dryRun || cfg.namespace != "batch" || cfg.wait != 0 ||
+	if diff := cmp.Diff([]string{"job-1", "job-2"}, cfg.pods); diff != "" || cfg.dryRun != dryRunClient || cfg.namespace != "batch" || cfg.wait != 0 ||
 		!slices.Equal(cfg.opts.Signal, []string{"a", "b", "c"}) || cfg.opts.Image != image {
 		t.Errorf("got %+v (pods -want +got:\n%s)", cfg, diff)
 	}
