@@ -25,6 +25,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sidesync/sidesync/internal/cluster/rescue"
 	"github.com/sidesync/sidesync/internal/shared/buildinfo"
@@ -285,7 +286,7 @@ func testRescueDryRun(t *testing.T, c *kubetest.Cluster, admin string) {
 		daprPod.create(t, c, ns, "dapr"),
 		noQuit.create(t, c, ns, "vault-no-quit"),
 	}
-	r := rescueCmd(admin, "-n", ns, "--dry-run")
+	r := rescueCmd(admin, "-n", ns, "--dry-run=client")
 	if r.code != 0 {
 		t.Fatalf("dry run: %s", r)
 	}
@@ -304,7 +305,12 @@ func testRescueDryRun(t *testing.T, c *kubetest.Cluster, admin string) {
 		t.Errorf("a dry run rescued:\n%s", r)
 	}
 
-	doc := decisions(t, rescueCmd(admin, "-n", ns, "--dry-run", "-o", "json"))
+	doc := decisions(t, rescueCmd(admin, "-n", ns, "--dry-run=client", "-o", "json"))
+	if y := rescueCmd(admin, "-n", ns, "--dry-run=client", "-o", "yaml"); y.code != 0 {
+		t.Errorf("-o yaml: %s", y)
+	} else if diff := cmp.Diff(doc, yamlDecisions(t, y)); diff != "" {
+		t.Errorf("-o yaml and -o json differ (-json +yaml):\n%s", diff)
+	}
 	for _, p := range doc.Pods {
 		if p.Name == "dapr" && (len(p.Add) != 1 || !cmp.Equal(p.Add[0].Env, []corev1.EnvVar{daprToken})) {
 			t.Errorf("dapr: the rescue container's env does not carry DAPR_API_TOKEN from the sidecar's: %+v", p.Add)
@@ -322,10 +328,38 @@ func testRescueDryRun(t *testing.T, c *kubetest.Cluster, admin string) {
 	}
 	t.Setenv("KUBECONFIG", path)
 	var out, errOut bytes.Buffer
-	if code := run([]string{"rescue", "--context", "batch", "--dry-run"}, corpusBuild, nil, &out, &errOut); code != 0 || out.String() != r.stdout {
+	// A bare --dry-run is client's, with kubectl's deprecation warning.
+	if code := run([]string{"rescue", "--context", "batch", "--dry-run"}, corpusBuild, nil, &out, &errOut); code != 0 || out.String() != r.stdout ||
+		!strings.HasPrefix(errOut.String(), "Warning: --dry-run is deprecated and can be replaced with --dry-run=client.\n") {
 		t.Errorf("with $KUBECONFIG and --context: exit %d, stdout\n%s\nwant the same as with -n %s:\n%s\nstderr %s", code, out.String(), ns, r.stdout, errOut.String())
 	}
 	untouched(t, c, pods...)
+	testRescueServerDryRun(t, c, admin, ns, pods)
+}
+
+// testRescueServerDryRun: --dry-run=server sends each stuck pod's rescue container with
+// dryRun=All: the API server accepts it, and stores nothing.
+func testRescueServerDryRun(t *testing.T, c *kubetest.Cluster, admin, ns string, pods []*corev1.Pod) {
+	r := rescueCmd(admin, "-n", ns, "--dry-run=server")
+	if r.code != 0 || !strings.Contains(r.stderr, "rescue containers accepted by the API server for 4 pods (server dry run: nothing stored)\n") {
+		t.Errorf("--dry-run=server: want exit 0 and the dry run said:\n%s", r)
+	}
+	for _, pod := range []string{"istio", "linkerd", "vault", "dapr"} {
+		if got := outcomeRow(r.stdout, pod); !strings.Contains(got, "rescue container accepted (server dry run: nothing stored)") {
+			t.Errorf("the outcome of %s: %q\n%s", pod, got, r)
+		}
+	}
+	untouched(t, c, pods...)
+}
+
+// yamlDecisions reads -o yaml's document as decisions reads -o json's.
+func yamlDecisions(t *testing.T, r ran) rescueDoc {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(r.stdout))
+	if err != nil {
+		t.Fatalf("-o yaml: %v\n%s", err, r)
+	}
+	return decisions(t, ran{r.code, string(j), r.stderr})
 }
 
 // testRescueLeft: pods rescue must not touch, rescued for real: an app still running, an app
@@ -361,7 +395,7 @@ func testRescueLeft(t *testing.T, c *kubetest.Cluster, admin string) {
 	}
 	untouched(t, c, pods...)
 
-	r = rescueCmd(admin, "-n", ns, "orphan", "busy", "--dry-run", "unknown", "--signal", "logger")
+	r = rescueCmd(admin, "-n", ns, "orphan", "busy", "--dry-run=client", "unknown", "--signal", "logger")
 	for pod, want := range map[string]string{
 		"orphan":  "stuck",
 		"busy":    "left: app-running",
@@ -371,7 +405,7 @@ func testRescueLeft(t *testing.T, c *kubetest.Cluster, admin string) {
 			t.Errorf("named, the row of %s: %q, want %q in it\n%s", pod, got, want, r)
 		}
 	}
-	r = rescueCmd(admin, "-n", ns, "ghost", "--dry-run")
+	r = rescueCmd(admin, "-n", ns, "ghost", "--dry-run=client")
 	if r.code != 1 || !strings.Contains(row(r.stdout, "ghost"), `not found  pods "ghost" not found`) {
 		t.Errorf("a missing pod: want exit 1 and a row that says not found:\n%s", r)
 	}
@@ -527,7 +561,7 @@ func testRescueRBAC(t *testing.T, c *kubetest.Cluster) {
 		kubeconfigs[name] = c.Kubeconfig(t, token)
 	}
 
-	r := rescueCmd(kubeconfigs["sidesync-rescue"], "-n", ns, "--dry-run")
+	r := rescueCmd(kubeconfigs["sidesync-rescue"], "-n", ns, "--dry-run=client")
 	if r.code != 0 || !strings.Contains(row(r.stdout, "a"), "stuck") || !strings.Contains(row(r.stdout, "b"), "stuck") {
 		t.Errorf("dry run with the Role: want both stuck, exit 0:\n%s", r)
 	}
@@ -596,6 +630,11 @@ func testRescueAdmission(t *testing.T, c *kubetest.Cluster, admin string) {
 		!strings.Contains(r.stderr, message) || !strings.Contains(outcomeRow(r.stdout, "guarded"), "rescue failed: ") {
 		t.Errorf("want exit 1 and the policy's message, naming the pod:\n%s", r)
 	}
+	// --dry-run=server reaches the API server's admission, which refuses as it would for real.
+	r = rescueCmd(admin, "-n", ns, "--dry-run=server")
+	if r.code != 1 || !strings.Contains(r.stderr, message) || !strings.Contains(outcomeRow(r.stdout, "guarded"), "rescue failed: ") {
+		t.Errorf("--dry-run=server: want exit 1 and the policy's message:\n%s", r)
+	}
 	untouched(t, c, pod)
 }
 
@@ -608,9 +647,9 @@ func testRescueJSON(t *testing.T, c *kubetest.Cluster, admin string) {
 	busy.states = map[string]corev1.ContainerState{"app": running()}
 	istioPod.create(t, c, ns, "nightly")
 	busy.create(t, c, ns, "busy")
-	r := rescueCmd(admin, "-A", "--dry-run", "-o", "json")
+	r := rescueCmd(admin, "-A", "--dry-run=client", "-o", "json")
 	doc := decisions(t, r)
-	if r.code != 0 || !doc.DryRun || doc.Others["app-running"] < 1 {
+	if r.code != 0 || !doc.DryRun || doc.DryRunStrategy != "client" || doc.Others["app-running"] < 1 {
 		t.Errorf("-A --dry-run -o json: want exit 0, dryRun, the busy pod counted:\n%s", r)
 	}
 	found := false
@@ -629,7 +668,7 @@ func testRescueJSON(t *testing.T, c *kubetest.Cluster, admin string) {
 
 	r = rescueCmd(admin, "-n", ns, "--wait", "0", "-o", "json")
 	doc = decisions(t, r)
-	if r.code != 0 || doc.DryRun || len(doc.Pods) != 1 || doc.Pods[0].Outcome == nil || !doc.Pods[0].Outcome.OK ||
+	if r.code != 0 || doc.DryRun || doc.DryRunStrategy != "none" || len(doc.Pods) != 1 || doc.Pods[0].Outcome == nil || !doc.Pods[0].Outcome.OK ||
 		doc.Pods[0].Outcome.Rescuers["sidesync-rescue-1"] != "has no status yet" {
 		t.Errorf("-o json after a rescue: want the outcome:\n%s", r)
 	}
@@ -703,7 +742,7 @@ func TestRescueUsage(t *testing.T) {
 		}
 	})
 	t.Run("the same flags, right, reach the API server", func(t *testing.T) {
-		r := rescueCmd(kubeconfig, "--dry-run", "-o", "json")
+		r := rescueCmd(kubeconfig, "--dry-run=client", "-o", "json")
 		if want := `kubectl sidesync rescue: cannot list pods in namespace "default": `; r.code != 1 || !strings.Contains(r.stderr, want) {
 			t.Errorf("want exit 1 and %q:\n%s", want, r)
 		}
