@@ -10,7 +10,6 @@ import (
 
 	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/cluster/lint"
-	"github.com/sidesync/sidesync/internal/shared/catalog"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
@@ -71,7 +70,7 @@ func (w *Warner) warnings(namespace string, obj map[string]any, tm manifest.Type
 	}
 	// What the namespace asks the meshes' injectors for, the pod template is taken to ask: a
 	// plain Job in an Istio-injected namespace gets Istio's sidecar.
-	obj = withNamespaceRequests(obj, tm, pod, nsAnn, nsLabels)
+	obj, _ = lint.InNamespace(obj, tm, nsAnn, nsLabels) // the warnings are short: they do not say what asks
 	optedOut := pod.Labels[InjectLabel] == Disabled || pod.Annotations[InjectLabel] == OptOutAnnotationValue
 	selected := !optedOut && (nsLabels[InjectLabel] == Enabled || pod.Labels[InjectLabel] == Enabled)
 	lintObj := obj
@@ -114,49 +113,6 @@ func (w *Warner) warnings(namespace string, obj map[string]any, tm manifest.Type
 		}
 	}
 	return out, state
-}
-
-// withNamespaceRequests returns obj, or a copy whose pod template carries the request of every
-// mesh the namespace asks for (the catalog's NamespaceRequests) that the pod neither asks for nor
-// refuses.
-func withNamespaceRequests(obj map[string]any, tm manifest.TypeMeta, pod *manifest.PodView, nsAnn, nsLabels map[string]string) map[string]any {
-	var add []catalog.Mark
-	for _, e := range catalog.Entries() {
-		if len(e.Requests) > 0 && e.AskedByNamespace(nsAnn, nsLabels, pod.Annotations, pod.Labels) {
-			add = append(add, e.Requests[0])
-		}
-	}
-	if len(add) == 0 {
-		return obj
-	}
-	out, err := manifest.ObjectOf(obj) // a copy to add the requests to; obj stays as it came
-	if err != nil {
-		return obj
-	}
-	wl, err := manifest.Locate(out, tm)
-	if err != nil || wl == nil {
-		return obj
-	}
-	meta, _ := wl.Template["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-		wl.Template["metadata"] = meta
-	}
-	for _, m := range add {
-		key := "annotations"
-		if m.Label {
-			key = "labels"
-		}
-		into, _ := meta[key].(map[string]any)
-		if into == nil {
-			into = map[string]any{}
-			meta[key] = into
-		}
-		if _, set := into[m.Key]; !set {
-			into[m.Key] = m.Value
-		}
-	}
-	return out
 }
 
 // lintObjects reads obj for lint.

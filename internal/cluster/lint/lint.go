@@ -32,6 +32,7 @@ const (
 // Finding is one thing lint found in one object.
 type Finding struct {
 	Object    string   `json:"object"`              // "Job/report"
+	Namespace string   `json:"namespace,omitempty"` // the object's, when read from a cluster
 	Severity  Severity `json:"severity"`            // error, warning or info
 	Rule      string   `json:"rule"`                // a stable name for the check, e.g. RuleNeverQuits
 	Container string   `json:"container,omitempty"` // the container it is about, if one
@@ -39,9 +40,15 @@ type Finding struct {
 	Fix       string   `json:"fix,omitempty"`       // what to change
 }
 
-// String is the finding as one line: "Job/report: error: MESSAGE; FIX".
+// String is the finding as one line: "Job/report: error: MESSAGE; FIX", and for an object read
+// from a cluster "Job/report -n team-a: error: MESSAGE; FIX", the object named as kubectl takes
+// it (kubectl describe Job/report -n team-a).
 func (f Finding) String() string {
-	s := f.Object + ": " + string(f.Severity) + ": " + f.Message
+	s := f.Object
+	if f.Namespace != "" {
+		s += " -n " + f.Namespace
+	}
+	s += ": " + string(f.Severity) + ": " + f.Message
 	if f.Fix != "" {
 		s += "; " + f.Fix
 	}
@@ -56,6 +63,13 @@ type Object struct {
 	Kind manifest.Kind
 	// Name is "Job/report", or "Job/report-*" for a generateName.
 	Name string
+	// Namespace is the namespace of an object read from a cluster; "" for one read from a
+	// manifest, whose namespace is wherever it will be applied.
+	Namespace string
+	// FromNamespace names, by the catalog's name of a mesh ("istio"), the mark of the
+	// namespace that asks for its sidecar (`label istio-injection: "enabled"`), for the mesh
+	// requests that InNamespace added to the pod: the findings say where the sidecar comes from.
+	FromNamespace map[string]string
 	// Pod is the pod's metadata and spec: a Pod's own, or the template of a Job or of a
 	// CronJob's job.
 	Pod *manifest.PodView
@@ -100,7 +114,7 @@ func Lint(o Object) []Finding {
 		}
 	}
 	for i := range fs {
-		fs[i].Object = o.ID()
+		fs[i].Object, fs[i].Namespace = o.ID(), o.Namespace
 	}
 	return fs
 }

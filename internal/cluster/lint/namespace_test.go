@@ -3,6 +3,12 @@ package lint
 import (
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sidesync/sidesync/internal/cluster/stream"
+	"github.com/sidesync/sidesync/internal/shared/catalog"
+	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
 // helmJob is a Helm chart's migration Job written for a namespace that asks for Istio: its pod
@@ -63,4 +69,107 @@ func TestIstioStatusPortZero(t *testing.T) {
 			[]short{warningOf(RuleEndpointsOff, "istio-proxy")}},
 		{"another port", job(`{sidecar.istio.io/status: "{}", status.sidecar.istio.io/port: "15030"}`, containers(wrapped, istioProxy)), nil},
 	})
+}
+
+// TestInNamespace: a namespace that asks for a mesh (the catalog's first namespace request)
+// gives a plain Job the mesh's sidecar, and the finding says the namespace asked; a pod that
+// opts out, or a namespace that asks for nothing, leaves the object as it is.
+func TestInNamespace(t *testing.T) {
+	for _, name := range []string{"istio", "linkerd"} {
+		e, ok := catalog.Lookup(name)
+		if !ok || len(e.NamespaceRequests) == 0 || len(e.Unless) == 0 {
+			t.Fatalf("catalog: %s has no namespace request or opt-out", name)
+		}
+		asks := e.NamespaceRequests[0]
+		nsAnn, nsLabels := map[string]string{}, map[string]string{}
+		if asks.Label {
+			nsLabels[asks.Key] = asks.Value
+		} else {
+			nsAnn[asks.Key] = asks.Value
+		}
+		optOut := e.Unless[0]
+		optOutYAML := `{annotations: {` + optOut.YAML() + `}}`
+		if optOut.Label {
+			optOutYAML = `{labels: {` + optOut.YAML() + `}}`
+		}
+		for _, tc := range []struct {
+			name           string
+			manifest       string
+			nsAnn, nsLabel map[string]string
+			added          bool
+		}{
+			{"asked", job(noAnn, containers(app)), nsAnn, nsLabels, true},
+			{"the pod opts out", strings.Replace(job(noAnn, containers(app)), "{annotations: {}}", optOutYAML, 1), nsAnn, nsLabels, false},
+			{"nothing asked", job(noAnn, containers(app)), nil, nil, false},
+		} {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				obj := decodeOne(t, tc.manifest)
+				before := decodeOne(t, tc.manifest)
+				tm := manifest.TypeMeta{}
+				got, from := InNamespace(obj, tm, tc.nsAnn, tc.nsLabel)
+				if diff := cmp.Diff(before, obj); diff != "" {
+					t.Errorf("InNamespace changed its argument (-before +after):\n%s", diff)
+				}
+				w, err := manifest.Locate(got, tm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, err := FromWorkload(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.FromNamespace = from
+				fs := Lint(o)
+				if !tc.added {
+					if from != nil || !cmp.Equal(shorten(fs), []short{noSidecar}) {
+						t.Errorf("from = %v, findings:\n%s; want nothing from the namespace, no sidecar", from, lines(fs))
+					}
+					return
+				}
+				if want := map[string]string{e.Name: asks.String()}; !cmp.Equal(from, want) {
+					t.Errorf("from = %v, want %v", from, want)
+				}
+				if len(fs) == 0 || fs[0].Rule != RuleNeverQuits && fs[0].Rule != RuleLinkerdShutdown || fs[0].Container != e.Container {
+					t.Fatalf("findings:\n%s; want first that %s never quits", lines(fs), e.Container)
+				}
+				if want := "from the namespace's " + asks.String(); !strings.Contains(fs[0].Message, want) {
+					t.Errorf("finding %q; want it to say %q", fs[0].Message, want)
+				}
+			})
+		}
+	}
+}
+
+// decodeOne is the one object of a manifest, as decoded JSON.
+func decodeOne(t *testing.T, m string) map[string]any {
+	t.Helper()
+	docs, _, err := stream.Read(strings.NewReader(m))
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("stream.Read = %d documents, %v", len(docs), err)
+	}
+	return docs[0].Object
+}
+
+// TestFindingNamespace: a finding of an object read from a cluster names its namespace as
+// kubectl takes it; one of a manifest does not.
+func TestFindingNamespace(t *testing.T) {
+	objs, err := Decode([]byte(job(noAnn, containers(app, istioProxy))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := objs[0]
+	offline := Lint(o)
+	o.Namespace = "team-a"
+	live := Lint(o)
+	if len(live) == 0 || len(live) != len(offline) {
+		t.Fatalf("findings: %d in a namespace, %d offline", len(live), len(offline))
+	}
+	for i := range live {
+		if want := strings.Replace(offline[i].String(), "Job/report: ", "Job/report -n team-a: ", 1); live[i].String() != want {
+			t.Errorf("String() = %q\nwant %q", live[i].String(), want)
+		}
+		if offline[i].Namespace != "" || live[i].Namespace != "team-a" {
+			t.Errorf("Namespace = %q offline, %q in team-a", offline[i].Namespace, live[i].Namespace)
+		}
+	}
 }

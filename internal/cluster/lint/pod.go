@@ -98,13 +98,17 @@ func (p *pod) appNames() string {
 }
 
 // who names a sidecar in messages: "container cloud-sql-proxy (Cloud SQL Auth Proxy)", and for
-// one an injector adds, what asks for it.
-func who(s *catalog.Sidecar) string {
+// one an injector adds, what asks for it: the pod's request, or its namespace's.
+func (p *pod) who(s *catalog.Sidecar) string {
 	var what string
 	if s.Entry != nil {
 		what = s.Entry.Title
 	}
-	if s.Container == nil && s.Via != "" {
+	switch {
+	case s.Container != nil:
+	case s.Entry != nil && p.FromNamespace[s.Entry.Name] != "":
+		what += ", from the namespace's " + p.FromNamespace[s.Entry.Name]
+	case s.Via != "":
 		what += ", from the " + s.Via
 	}
 	if what == "" {

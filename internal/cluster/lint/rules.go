@@ -139,7 +139,7 @@ func neverQuits(p *pod) []Finding {
 			fix += ", or " + n
 		}
 		f := Finding{Severity: Error, Rule: RuleNeverQuits, Container: s.ContainerName(),
-			Message: who(s) + " is a classic sidecar and nothing tells it to quit: it keeps running after the app ends, " +
+			Message: p.who(s) + " is a classic sidecar and nothing tells it to quit: it keeps running after the app ends, " +
 				p.neverCompletes(), Fix: fix}
 		fs = append(fs, mayBeNative(s, f))
 	}
@@ -270,7 +270,7 @@ func endpointsOff(p *pod) []Finding {
 			continue
 		}
 		f := Finding{Severity: Error, Rule: RuleEndpointsOff, Container: s.ContainerName(),
-			Message: who(s) + " is a classic sidecar whose " + s.EndpointsOff + " switches its endpoints off: nothing can tell it to quit, " + p.neverCompletes(),
+			Message: p.who(s) + " is a classic sidecar whose " + s.EndpointsOff + " switches its endpoints off: nothing can tell it to quit, " + p.neverCompletes(),
 			Fix:     "remove " + s.EndpointsOff}
 		if n := p.nativeFix(s); n != "" {
 			f.Fix += ", or " + n
@@ -295,7 +295,7 @@ func quitOff(p *pod) []Finding {
 			continue // a handshake of its own ends it
 		}
 		f := Finding{Severity: Error, Rule: off.Rule, Container: s.ContainerName(),
-			Message: who(s) + " is a classic sidecar whose " + off.What + " is off: nothing can tell it to quit, " + never,
+			Message: p.who(s) + " is a classic sidecar whose " + off.What + " is off: nothing can tell it to quit, " + never,
 			Fix:     off.Fix}
 		if n := p.nativeFix(s); n != "" {
 			f.Fix += ", or " + n
@@ -304,11 +304,11 @@ func quitOff(p *pod) []Finding {
 		case off.Hidden != "":
 			// Its value is in a ConfigMap, a Secret or a field: it may well be on.
 			f.Severity = Warning
-			f.Message = who(s) + " is a classic sidecar whose " + off.What + " is switched by " + off.Hidden +
+			f.Message = p.who(s) + " is a classic sidecar whose " + off.What + " is switched by " + off.Hidden +
 				", whose value the manifest does not show (valueFrom): unless it is true, nothing can tell it to quit, " + never
 			f.Fix = "make sure it is true, or give it a literal value"
 		case !off.Certain && s.Entry.QuitSwitch.Maybe != "":
-			f.Message = who(s) + " is a classic sidecar whose " + off.What + " is off unless the cluster turns it on (" +
+			f.Message = p.who(s) + " is a classic sidecar whose " + off.What + " is off unless the cluster turns it on (" +
 				s.Entry.QuitSwitch.Maybe + "): otherwise nothing can tell it to quit, " + never
 		}
 		fs = append(fs, mayBeNative(s, f))
@@ -329,11 +329,11 @@ func readyOff(p *pod) []Finding {
 			// Its handshake is the app's business; sidesync does not wait for it.
 		case off != nil && off.Hidden != "":
 			fs = append(fs, Finding{Severity: Warning, Rule: off.Rule, Container: s.ContainerName(),
-				Message: who(s) + "'s " + off.What + " is switched by " + off.Hidden + ", whose value the manifest does not show (valueFrom): unless it is true, sidesync cannot wait for it",
+				Message: p.who(s) + "'s " + off.What + " is switched by " + off.Hidden + ", whose value the manifest does not show (valueFrom): unless it is true, sidesync cannot wait for it",
 				Fix:     "make sure it is true, or give it a literal value"})
 		case off != nil:
 			fs = append(fs, Finding{Severity: Warning, Rule: off.Rule, Container: s.ContainerName(),
-				Message: who(s) + " runs without its " + off.What + ": sidesync cannot wait for it, so the app may start before it is ready",
+				Message: p.who(s) + " runs without its " + off.What + ": sidesync cannot wait for it, so the app may start before it is ready",
 				Fix:     off.Fix})
 		}
 	}
@@ -407,7 +407,7 @@ func nativeWithoutStartupProbe(p *pod) []Finding {
 			fix = "add a startupProbe"
 		}
 		fs = append(fs, Finding{Severity: Warning, Rule: RuleNoStartupProbe, Container: s.Container.Name,
-			Message: who(s) + " is a native sidecar without a startupProbe: Kubernetes starts the app as soon as the sidecar's process runs, ready or not",
+			Message: p.who(s) + " is a native sidecar without a startupProbe: Kubernetes starts the app as soon as the sidecar's process runs, ready or not",
 			Fix:     fix})
 	}
 	return fs
@@ -492,7 +492,7 @@ func handshake(p *pod) []Finding {
 			continue
 		}
 		f := Finding{Severity: Info, Rule: RuleHandshake, Container: s.ContainerName(),
-			Message: who(s) + " ends by " + s.Handshake + "; it ends when the app does, and sidesync has nothing to do for it"}
+			Message: p.who(s) + " ends by " + s.Handshake + "; it ends when the app does, and sidesync has nothing to do for it"}
 		if n := p.nativeFix(s); n != "" {
 			f.Fix = "simpler: " + n + ", and drop the handshake"
 		}
