@@ -24,8 +24,11 @@ The manifests are read from -f (YAML documents or JSON objects; none: stdin), or
 NAMESPACE or -A (or --context or --kubeconfig), from the cluster: its Jobs and CronJobs and
 their namespaces' labels.
 
-Exit codes: 0 no error found (warnings alone: 0), 1 an error found, 2 unreadable input or bad
-flags.`
+It needs, for -n and -A, list on Jobs and CronJobs and get or list on namespaces:
+deploy/lint/role.yaml.
+
+Exit codes: 0 no error found (warnings alone: 0), 1 an error found, 2 unreadable input (a file,
+or the cluster: an API error such as forbidden) or bad flags.`
 
 const lintExample = `  kubectl sidesync lint -f job.yaml
   kubectl sidesync lint -R -f manifests/ -o json
@@ -91,9 +94,9 @@ func runLint(cmd *cobra.Command, cfg lintConfig, e env) int {
 	var err error
 	if cfg.live(cmd) {
 		objs, err = readCluster(cmd.Context(), cfg, e)
-		if err != nil {
+		if err != nil { // the cluster could not be read: as unreadable input, nothing linted
 			fmt.Fprintf(e.stderr, "kubectl sidesync lint: %v\n", err)
-			return 1
+			return 2
 		}
 	} else {
 		objs, err = readObjects(cfg.files, e.stdin)

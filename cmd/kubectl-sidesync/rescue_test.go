@@ -269,6 +269,8 @@ func TestRescue(t *testing.T) {
 	t.Run("RBAC", func(t *testing.T) { testRescueRBAC(t, c) })
 	t.Run("admission", func(t *testing.T) { testRescueAdmission(t, c, admin) })
 	t.Run("json", func(t *testing.T) { testRescueJSON(t, c, admin) })
+	// lint -n/-A reads the cluster too: tested here, on this API server, to spare another start.
+	t.Run("lint", func(t *testing.T) { testLintCluster(t, c, admin) })
 }
 
 // testRescueDryRun: --dry-run lists the stuck pods of four sidecars with their plans, and one
