@@ -26,7 +26,7 @@ type filenames struct {
 // addFlags adds -f/--filename and -R/--recursive with kubectl's names and meanings.
 func (f *filenames) addFlags(cmd *cobra.Command, what string) {
 	cmd.Flags().StringSliceVarP(&f.names, "filename", "f", nil,
-		what+": a file, a directory (its .json, .yaml and .yml files) or - for stdin; repeatable or comma-separated; none: stdin")
+		what+": a file, a directory (its "+strings.Join(resource.FileExtensions, ", ")+" files)\nor - for stdin; repeatable or comma-separated; none: stdin")
 	cmd.Flags().BoolVarP(&f.recursive, "recursive", "R", false,
 		"process the directories given with -f recursively, as kubectl does")
 }

@@ -131,6 +131,8 @@ matches every variant`)
 	f.BoolVar(&cfg.strict, "strict", false, `with --resolve: an image that cannot be read (not found, refused, timed
 out) is an error, exit 2 naming the image and its containers, and nothing is written; without
 it, a warning, and its containers are left unwrapped`)
+	completeValues(cmd, "native", string(inject.NativeAuto), string(inject.NativeAlways), string(inject.NativeNever))
+	completeValues(cmd, "delivery", string(inject.InitCopy), string(inject.ImageVolume))
 	return cmd
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
@@ -11,6 +10,14 @@ import (
 
 	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
+
+// newKubeFlags are the connection flags, kubectl's, but for --request-timeout's default: 30s
+// (kubectl's is 0, none), since a stalled connection must not hold rescue or lint; 0 is none.
+func newKubeFlags() *genericclioptions.ConfigFlags {
+	kube := genericclioptions.NewConfigFlags(true)
+	*kube.Timeout = "30s"
+	return kube
+}
 
 // kubeClient connects as kubectl does, through the connection flags every kubectl plugin gets
 // (--kubeconfig, else $KUBECONFIG, else ~/.kube/config; --context, --cluster, --user,
@@ -26,9 +33,6 @@ func kubeClient(kube *genericclioptions.ConfigFlags, build buildinfo.Info, stder
 		return nil, "", fmt.Errorf("reading the kubeconfig: %w", err)
 	}
 	rc.UserAgent = "kubectl-sidesync/" + build.Version
-	if rc.Timeout == 0 {
-		rc.Timeout = 30 * time.Second // per request, unless --request-timeout: a stalled connection must not hold us
-	}
 	rc.QPS, rc.Burst = 50, 100 // kubectl's own limits; client-go's 5/s would slow -A
 	rc.WarningHandler = rest.NewWarningWriter(stderr, rest.WarningWriterOptions{Deduplicate: true})
 	client, err := kubernetes.NewForConfig(rc)

@@ -45,7 +45,7 @@ type lintConfig struct {
 
 // newLintCmd is "kubectl sidesync lint": read, lint, print, and the exit code.
 func newLintCmd(e env) *cobra.Command {
-	cfg := lintConfig{kube: genericclioptions.NewConfigFlags(true)}
+	cfg := lintConfig{kube: newKubeFlags()}
 	cmd := &cobra.Command{
 		Use:     "lint [-f FILENAME | -n NAMESPACE | -A]",
 		Short:   "Find what will hang or misbehave with sidecars",

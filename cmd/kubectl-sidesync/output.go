@@ -22,6 +22,12 @@ type output struct {
 func addOutputFlag(cmd *cobra.Command, o *output, def string, formats ...string) {
 	o.formats = formats
 	cmd.Flags().StringVarP(&o.value, "output", "o", def, "the output format: one of "+strings.Join(formats, "|"))
+	completeValues(cmd, "output", formats...)
+}
+
+// completeValues makes the shell complete a flag's values from a fixed list.
+func completeValues(cmd *cobra.Command, flag string, values ...string) {
+	_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // check is the flag's error, naming the formats, as kubectl's printers do.

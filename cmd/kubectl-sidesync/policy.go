@@ -76,6 +76,8 @@ needs (its first line and stderr say which)`)
 	// Refused with the flag to use rather than taken in either meaning.
 	f.StringVarP(&cfg.namespace, "namespace", "n", "", "")
 	_ = f.MarkHidden("namespace")
+	completeValues(cmd, "native", string(inject.NativeAuto), string(inject.NativeAlways), string(inject.NativeNever))
+	completeValues(cmd, "delivery", string(inject.InitCopy), string(inject.ImageVolume))
 	return cmd
 }
 

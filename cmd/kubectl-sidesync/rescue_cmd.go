@@ -83,7 +83,7 @@ type rescueFlags struct {
 // newRescueCmd is "kubectl sidesync rescue": read the candidates, decide, add the rescue
 // containers, wait, report.
 func newRescueCmd(e env) *cobra.Command {
-	cfg := rescueConfig{kube: genericclioptions.NewConfigFlags(true)}
+	cfg := rescueConfig{kube: newKubeFlags()}
 	var fl rescueFlags
 	cmd := &cobra.Command{
 		Use:     "rescue [-n NAMESPACE | -A] [POD...] [flags]",
@@ -109,6 +109,7 @@ func addRescueFlags(cmd *cobra.Command, cfg *rescueConfig, fl *rescueFlags) {
 server sends the rescue containers with dryRun=All (the API server's admission judges them,
 nothing is stored)`)
 	f.Lookup("dry-run").NoOptDefVal = dryRunBare
+	completeValues(cmd, "dry-run", string(dryRunNone), string(dryRunClient), string(dryRunServer))
 	f.StringSliceVar(&cfg.opts.Signal, "signal", nil, `containers that may be ended by SIGTERM when they have no quit endpoint (a
 log shipper, a sidecar whose quit API is off), through an ephemeral container in the
 container's own PID namespace; repeatable or comma-separated`)

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -762,7 +761,7 @@ func TestRescueHelp(t *testing.T) {
 // TestRescueFlags: flags may follow the pod names, as with kubectl; pod/NAME is NAME; a name
 // given twice is one pod.
 func TestRescueFlags(t *testing.T) {
-	cfg := rescueConfig{kube: genericclioptions.NewConfigFlags(true)}
+	cfg := rescueConfig{kube: newKubeFlags()}
 	var fl rescueFlags
 	cmd := &cobra.Command{Use: "rescue"}
 	addRescueFlags(cmd, &cfg, &fl)
