@@ -4,39 +4,35 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/sidesync/sidesync/internal/shared/buildinfo"
-
-	"github.com/sidesync/sidesync/internal/shared/contract"
-
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/spf13/cobra"
 
 	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/cluster/inject/resolve"
 	"github.com/sidesync/sidesync/internal/cluster/kubeversion"
-	stream "github.com/sidesync/sidesync/internal/cluster/stream"
+	"github.com/sidesync/sidesync/internal/cluster/stream"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
+	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/shared/manifest"
 )
 
-const injectUsage = `Usage: kubectl sidesync inject [-f FILE|-]... [flags]
-
-Wraps the app containers of Pods, Jobs and CronJobs with sidesync, without rebuilding their
+// injectLong is inject's description, for --help.
+const injectLong = `Wraps the app containers of Pods, Jobs and CronJobs with sidesync, without rebuilding their
 images, and writes the result to stdout; objects of other kinds pass through unchanged, and a
-List's items are injected one by one. Input is YAML documents or JSON objects; YAML is written as
-YAML, JSON as JSON. A document inject does not change is written back byte for byte; a changed
-YAML document keeps its comments, key order and values, and a changed JSON one is written
-afresh (indented, keys sorted, values exact). One line per object on stderr says what was
-wrapped and what was left alone.
-
-  kubectl sidesync inject -f job.yaml | kubectl apply -f -
+List's items are injected one by one. Input is YAML documents or JSON objects from -f (none:
+stdin); every file is read before anything is written, and the results are written as one
+stream. YAML is written as YAML, JSON as JSON (with -o, every document in that format). A
+document inject does not change is written back byte for byte; a changed YAML document keeps its
+comments, key order and values, and a changed JSON one is written afresh (indented, keys
+sorted, values exact). One line per object on stderr says what was wrapped and what was left
+alone.
 
 Every app container of a pod (a regular container that is neither a known sidecar, such as
 Istio's, Linkerd's or the Cloud SQL Auth Proxy, nor one its orchestrator stops, such as Airflow's
@@ -50,41 +46,6 @@ whose sidecars are all native with startup probes is left unchanged: Kubernetes 
 sidesync would. Injecting an injected object changes nothing; a wrapper injected before is
 brought up to date.
 
-Flags:
-  -f, --filename FILE   a manifest; - or none: stdin; repeatable (every file is read before
-                        anything is written, and the results are written as one stream)
-  --sidecar SPEC        a --sidecar value for every wrapper, in sidesync's syntax
-                        (cloudsql:ready-port=9190,quit-port=9191); repeatable. It turns
-                        sidesync's own detection of sidecars off.
-  --containers NAMES    wrap only these app containers (comma-separated); the others are left,
-                        with a warning: the sidecars are told to quit when the wrapped ones end
-  --native MODE         auto (default), always or never: turn the classic sidecars the manifest
-                        holds into native sidecars where the catalog knows how (an init container
-                        with restartPolicy Always and a startup probe: the Cloud SQL Auth Proxy,
-                        its health check turned on), and ask the meshes the pod requests for
-                        native sidecars with their own annotations; a pod left with no classic
-                        sidecar is not wrapped. auto does it when --kube-version (or, without
-                        it, 1.33, the oldest Kubernetes sidesync supports, said on stderr) runs
-                        native sidecars by default (1.29+); never injects as before
-  --kube-version V      the oldest Kubernetes the output must run on (1.33, v1.34.2): decides
-                        --native auto, and a feature it lacks (image volumes before 1.35,
-                        native sidecars before 1.29) is refused, naming the version
-  --force               wrap a pod whose sidecars are all native with startup probes
-  --delivery MODE       init-copy (default: an init container copies the binary into an
-                        emptyDir) or image-volume (Kubernetes >= 1.35: the image is mounted)
-  --image REF           the sidesync image (default: this release's, ` + buildinfo.ImageRepository + `:VERSION;
-                        required for a development build)
-  --resolve             read the ENTRYPOINT and CMD of containers without a command from their
-                        registry (credentials as docker uses them) and pin those images to a digest
-  --platform P          with --resolve: read only these platforms of multi-platform images
-                        (linux/amd64,linux/arm64); repeatable; default: every linux platform.
-                        As containerd reads them: linux/arm64 is linux/arm64/v8, linux/arm is
-                        linux/arm/v7, and one without a variant matches every variant
-  --timeout D           with --resolve: the limit for all registry requests (default 1m)
-  --strict              with --resolve: an image that cannot be read (not found, refused, timed
-                        out) is an error, exit 2 naming the image and its containers, and nothing
-                        is written; without it, a warning, and its containers are left unwrapped
-
 After the objects, one line on stderr says which Kubernetes the output needs (native sidecars,
 image volumes, container restart rules).
 
@@ -93,12 +54,16 @@ containers of one name, a volume, mount or container that bears a name sidesync 
 inject did not add), a feature --kube-version lacks, or with --strict an image that could not be
 read (nothing written), 1 the output could not be written, 3 written, but a Job's pod still never
 completes: a classic sidecar that nothing can tell to quit is left (stderr says which and why;
---native is the fix where the catalog can convert it).
-`
+--native is the fix where the catalog can convert it).`
+
+const injectExamples = `  kubectl sidesync inject -f job.yaml | kubectl apply -f -
+  kubectl sidesync inject -R -f manifests/ --resolve -o json
+  kubectl sidesync inject -f job.yaml --sidecar cloudsql:ready-port=9190,quit-port=9191`
 
 // injectConfig is inject's command line, checked.
 type injectConfig struct {
-	files     []string // "-" is stdin
+	files     filenames
+	output    output // "": each document in the format it was read in
 	opts      inject.Options
 	resolve   bool
 	platforms []v1.Platform
@@ -111,22 +76,73 @@ type injectConfig struct {
 	native    inject.NativeMode
 }
 
-// runInject is "kubectl sidesync inject": read, resolve, inject, write; nothing is written to
-// stdout unless every object could be read and injected.
-func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, err := parseInjectFlags(args, build)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, injectUsage)
-		return 0
+// injectFlags are inject's flags as given, before injectConfig.complete checks them.
+type injectFlags struct {
+	delivery, containers, native, kube string
+	platforms                          []string
+}
+
+// newInjectCmd is "kubectl sidesync inject": read, resolve, inject, write; nothing is written
+// to stdout unless every object could be read and injected.
+func newInjectCmd(e env) *cobra.Command {
+	cfg := injectConfig{}
+	var fl injectFlags
+	cmd := &cobra.Command{
+		Use:     "inject [-f FILENAME] [flags]",
+		Short:   "Wrap the containers of Pods, Jobs and CronJobs",
+		Long:    injectLong,
+		Example: injectExamples,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := errors.Join(noArgs(args, "the manifest is given with -f"), cfg.complete(fl, e.build)); err != nil {
+				return usageErrorf(cmd, err)
+			}
+			return exitOf(runInject(cfg, e))
+		},
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n\nRun 'kubectl sidesync inject --help' for the flags.\n", err)
-		return 2
-	}
+	cfg.files.addFlags(cmd, "the manifests to inject")
+	addOutputFlag(cmd, &cfg.output, "", "yaml", "json")
+	f := cmd.Flags()
+	f.StringArrayVar(&cfg.opts.Sidecars, "sidecar", nil, `a --sidecar value for every wrapper, in sidesync's syntax
+(cloudsql:ready-port=9190,quit-port=9191); repeatable. It turns sidesync's own detection of sidecars off.`)
+	f.StringVar(&fl.containers, "containers", "", `wrap only these app containers (comma-separated); the others are left,
+with a warning: the sidecars are told to quit when the wrapped ones end`)
+	f.StringVar(&fl.native, "native", string(inject.NativeAuto), `auto, always or never: turn the classic sidecars the manifest holds into
+native sidecars where the catalog knows how (an init container with restartPolicy Always and
+a startup probe: the Cloud SQL Auth Proxy, its health check turned on), and ask the meshes the
+pod requests for native sidecars with their own annotations; a pod left with no classic
+sidecar is not wrapped. auto does it when --kube-version (or, without it, `+kubeversion.Oldest.String()+`, the oldest
+Kubernetes sidesync supports, said on stderr) runs native sidecars by default (1.29+); never
+injects as before`)
+	f.StringVar(&fl.kube, "kube-version", "", `the oldest Kubernetes the output must run on (1.33, v1.34.2): decides
+--native auto, and a feature it lacks (image volumes before 1.35, native sidecars before 1.29)
+is refused, naming the version`)
+	f.BoolVar(&cfg.opts.Force, "force", false, "wrap a pod whose sidecars are all native with startup probes")
+	f.StringVar(&fl.delivery, "delivery", string(inject.InitCopy), `init-copy (an init container copies the binary into an emptyDir) or
+image-volume (Kubernetes >= 1.35: the image is mounted)`)
+	f.StringVar(&cfg.opts.Image, "image", "", `the sidesync image (default: this release's, `+buildinfo.ImageRepository+`:VERSION;
+required for a development build)`)
+	f.BoolVar(&cfg.resolve, "resolve", false, `read the ENTRYPOINT and CMD of containers without a command from their
+registry (credentials as docker uses them) and pin those images to a digest`)
+	f.StringSliceVar(&fl.platforms, "platform", nil, `with --resolve: read only these platforms of multi-platform images
+(linux/amd64,linux/arm64); repeatable; default: every linux platform. As containerd reads
+them: linux/arm64 is linux/arm64/v8, linux/arm is linux/arm/v7, and one without a variant
+matches every variant`)
+	f.DurationVar(&cfg.timeout, "timeout", time.Minute, "with --resolve: the limit for all registry requests")
+	f.BoolVar(&cfg.strict, "strict", false, `with --resolve: an image that cannot be read (not found, refused, timed
+out) is an error, exit 2 naming the image and its containers, and nothing is written; without
+it, a warning, and its containers are left unwrapped`)
+	completeValues(cmd, "native", string(inject.NativeAuto), string(inject.NativeAlways), string(inject.NativeNever))
+	completeValues(cmd, "delivery", string(inject.InitCopy), string(inject.ImageVolume))
+	return cmd
+}
+
+// runInject reads, resolves, injects and writes, and returns the exit code.
+func runInject(cfg injectConfig, e env) int {
+	stderr := e.stderr
 	if cfg.native == inject.NativeAuto && !cfg.kubeGiven {
 		fmt.Fprintf(stderr, "kubectl sidesync inject: --native auto without --kube-version: assuming Kubernetes %s, the oldest sidesync supports, whose kubelets run native sidecars\n", kubeversion.Oldest)
 	}
-	inputs, err := readInjectInputs(cfg.files, stdin)
+	inputs, err := readInjectInputs(cfg.files, e.stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n", err)
 		return 2
@@ -152,7 +168,7 @@ func runInject(args []string, build buildinfo.Info, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "kubectl sidesync inject: %v\n", err)
 		return 2
 	}
-	if err := writeInputs(stdout, inputs); err != nil {
+	if err := writeInputs(e.stdout, inputs, cfg.output.value); err != nil {
 		fmt.Fprintf(stderr, "kubectl sidesync inject: writing the result: %v\n", err)
 		return 1
 	}
@@ -166,34 +182,37 @@ type input struct {
 	format stream.Format
 }
 
-// readInjectInputs reads every file ("-" is stdin) before anything is written, as kubectl reads
+// readInjectInputs reads every file that -f names before anything is written, as kubectl reads
 // several -f; an error names the file.
-func readInjectInputs(files []string, stdin io.Reader) ([]input, error) {
+func readInjectInputs(files filenames, stdin io.Reader) ([]input, error) {
+	paths, err := files.paths()
+	if err != nil {
+		return nil, err
+	}
 	var inputs []input
-	for _, name := range files {
-		in := input{name: name}
-		var err error
-		if name == "-" {
-			in.docs, in.format, err = stream.Read(stdin)
-		} else {
-			in.docs, in.format, err = readManifest(name)
-		}
+	for _, path := range paths {
+		in, err := readInput(path, stdin)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return nil, err
 		}
 		inputs = append(inputs, in)
 	}
 	return inputs, nil
 }
 
-// readManifest reads one manifest file.
-func readManifest(name string) ([]stream.Document, stream.Format, error) {
-	f, err := os.Open(name)
+// readInput reads one file ("-" is stdin).
+func readInput(path string, stdin io.Reader) (input, error) {
+	r, closeFn, err := open(path, stdin)
 	if err != nil {
-		return nil, stream.YAML, err
+		return input{}, err
 	}
-	defer f.Close()
-	return stream.Read(f)
+	defer closeFn()
+	in := input{name: path}
+	in.docs, in.format, err = stream.Read(r)
+	if err != nil {
+		return input{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return in, nil
 }
 
 // eachInput is stream.Each over every input, where naming the file when there are several.
@@ -212,14 +231,20 @@ func eachInput(inputs []input, fn func(obj map[string]any, tm manifest.TypeMeta,
 	return nil
 }
 
-// writeInputs writes the inputs as one stream, each as stream.Write writes it: JSON when every
-// input is JSON, else YAML, with a separator between two inputs.
-func writeInputs(w io.Writer, inputs []input) error {
+// writeInputs writes the inputs as one stream, each as stream.Write writes it, with a separator
+// between two inputs: in the format -o names, else JSON when every input is JSON, else YAML.
+func writeInputs(w io.Writer, inputs []input, output string) error {
 	format := stream.JSON
 	for _, in := range inputs {
 		if in.format == stream.YAML {
 			format = stream.YAML
 		}
+	}
+	switch output {
+	case "yaml":
+		format = stream.YAML
+	case "json":
+		format = stream.JSON
 	}
 	var b bytes.Buffer
 	for i, in := range inputs {
@@ -282,42 +307,19 @@ func injectEntrypoints(cfg injectConfig, inputs []input, stderr io.Writer) (inje
 	return eps, nil
 }
 
-// parseInjectFlags parses and checks the command line, naming every bad flag at once.
-func parseInjectFlags(args []string, build buildinfo.Info) (injectConfig, error) {
-	cfg := injectConfig{timeout: time.Minute}
-	var delivery, containers string
-	var platforms []string
-	fs := flag.NewFlagSet("inject", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Func("f", "", func(v string) error { cfg.files = append(cfg.files, v); return nil })
-	fs.Func("filename", "", func(v string) error { cfg.files = append(cfg.files, v); return nil })
-	fs.BoolVar(&cfg.opts.Force, "force", false, "")
-	fs.Func("sidecar", "", func(s string) error { cfg.opts.Sidecars = append(cfg.opts.Sidecars, s); return nil })
-	fs.StringVar(&containers, "containers", "", "")
-	fs.StringVar(&delivery, "delivery", string(inject.InitCopy), "")
-	fs.StringVar(&cfg.opts.Image, "image", "", "")
-	fs.BoolVar(&cfg.resolve, "resolve", false, "")
-	fs.Func("platform", "", func(s string) error { platforms = append(platforms, strings.Split(s, ",")...); return nil })
-	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "")
-	fs.BoolVar(&cfg.strict, "strict", false, "")
-	native, kube := fs.String("native", string(inject.NativeAuto), ""), fs.String("kube-version", "", "")
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
-	}
+// complete checks the flags and fills the config, naming every bad flag at once.
+func (cfg *injectConfig) complete(fl injectFlags, build buildinfo.Info) error {
 	var errs []error
-	if len(cfg.files) == 0 {
-		cfg.files = []string{"-"}
+	if err := cfg.output.check(); err != nil {
+		errs = append(errs, err)
 	}
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected arguments %q (the manifest is given with -f)", fs.Args()))
+	if fl.containers != "" {
+		cfg.opts.Containers = strings.Split(fl.containers, ",")
 	}
-	if containers != "" {
-		cfg.opts.Containers = strings.Split(containers, ",")
-	}
-	cfg.opts.Delivery, cfg.opts.Version = inject.Delivery(delivery), build.Version
-	errs = append(errs, checkNativeFlags(&cfg, *native, *kube)...)
-	errs = append(errs, checkInjectFlags(&cfg, build, platforms)...)
-	return cfg, errors.Join(errs...)
+	cfg.opts.Delivery, cfg.opts.Version = inject.Delivery(fl.delivery), build.Version
+	errs = append(errs, checkNativeFlags(cfg, fl.native, fl.kube)...)
+	errs = append(errs, checkInjectFlags(cfg, build, fl.platforms)...)
+	return errors.Join(errs...)
 }
 
 // parsePlatform reads a --platform value as containerd reads one (linux/AMD64 is linux/amd64,

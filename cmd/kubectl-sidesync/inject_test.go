@@ -127,7 +127,7 @@ func TestInjectErrors(t *testing.T) {
 			[]string{`delivery "copy"`, "--platform needs --resolve", `unknown sidecar "mesh"`, `unexpected arguments ["extra"]`}},
 		{"bad platform", injectJob, []string{injectImage, "--resolve", "--platform=windows/amd64", "--timeout=0s"},
 			[]string{`--platform "windows/amd64": not a linux platform`, "--timeout 0s: must be positive"}},
-		{"unknown flag", injectJob, []string{"--nope"}, []string{"flag provided but not defined: -nope"}},
+		{"unknown flag", injectJob, []string{"--nope"}, []string{"error: unknown flag: --nope\nSee 'kubectl sidesync inject --help' for usage.\n"}},
 		{"malformed YAML in document 2", "kind: ConfigMap\n---\nkind: [Job\n", []string{injectImage}, []string{"-: document 2: "}},
 		{"a document that is no object", "kind: ConfigMap\n---\njust words\n", []string{injectImage}, []string{"-: document 2: not an object"}},
 		{"an unknown container", injectJob, []string{injectImage, "--containers=job,jbo"},
@@ -135,7 +135,7 @@ func TestInjectErrors(t *testing.T) {
 		{"a sidecar named", injectJob, []string{injectImage, "--containers=istio-proxy"}, []string{"container istio-proxy is a sidecar: sidesync never wraps sidecars"}},
 		{"a bad object after a good one", "kind: ConfigMap\n---\n" + injectJob + "\n---\n{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: 3}}\n",
 			[]string{injectImage}, []string{"document 4: Pod/p: spec.containers: not a list"}},
-		{"no such file", "", []string{injectImage, "-f", "/nonexistent/job.yaml"}, []string{"/nonexistent/job.yaml: open"}},
+		{"no such file", "", []string{injectImage, "-f", "/nonexistent/job.yaml"}, []string{`the path "/nonexistent/job.yaml" does not exist`}},
 		{"a container name the API server refuses", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: Main_1, image: x, command: [run]}]}\n",
 			[]string{injectImage}, []string{`document 1: Pod/p: spec.containers[0].name: "Main_1" is not a container name`}},
 	}
@@ -165,7 +165,7 @@ func TestInjectReleaseImage(t *testing.T) {
 
 func TestInjectHelp(t *testing.T) {
 	code, stdout, stderr := injectRun(t, "", "--help")
-	if code != 0 || !strings.HasPrefix(stdout, "Usage: kubectl sidesync inject") || stderr != "" {
+	if code != 0 || !strings.Contains(stdout, "Usage:\n  kubectl sidesync inject [-f FILENAME] [flags]\n") || stderr != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
@@ -193,7 +193,7 @@ func TestInjectSeveralFiles(t *testing.T) {
 		t.Errorf("%d documents (%v):\n%s", len(docs), err, stdout)
 	}
 	code, _, stderr = injectRun(t, "", "-f", a, "-f", filepath.Join(dir, "missing.yaml"), injectImage)
-	if code != 2 || !strings.Contains(stderr, "missing.yaml: open") {
+	if code != 2 || !strings.Contains(stderr, `missing.yaml" does not exist`) {
 		t.Errorf("a missing second file: exit %d, %s", code, stderr)
 	}
 }

@@ -1,102 +1,135 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/sidesync/sidesync/internal/cluster/lint"
 )
 
-const lintUsage = `Usage: kubectl sidesync lint [-f FILE|-]... [-o text|json]
-
-Says, before anything is applied, whether Pods, Jobs and CronJobs will hang or misbehave with
+// lintLong is lint's description, for --help.
+const lintLong = `Says, before anything is applied, whether Pods, Jobs and CronJobs will hang or misbehave with
 their sidecars, one finding per line with the fix: a classic sidecar that nothing tells to quit,
 a quit endpoint that is off (Linkerd, the Cloud SQL Auth Proxy, Vault Agent), a native sidecar
 without a startup probe, a podFailurePolicy that sidecars' exit codes trip, restart settings that
 run the app again after its sidecars quit. Objects of other kinds are skipped; a List's items
 are read. A summary goes to stderr.
 
-Flags:
-  -f, --filename FILE   a manifest (YAML documents or JSON objects); - or none: stdin; repeatable
-  -o, --output FORMAT   text (one line per finding) or json
+The manifests are read from -f (YAML documents or JSON objects; none: stdin), or, with -n
+NAMESPACE or -A (or --context or --kubeconfig), from the cluster: its Jobs and CronJobs and
+their namespaces' labels.
 
-Exit codes: 0 no error found (warnings alone: 0), 1 an error found, 2 unreadable input or bad
-flags.
-`
+It needs, for -n and -A, list on Jobs and CronJobs and get or list on namespaces:
+deploy/lint/role.yaml.
+
+Exit codes: 0 no error found (warnings alone: 0), 1 an error found, 2 unreadable input (a file,
+or the cluster: an API error such as forbidden) or bad flags.`
+
+const lintExample = `  kubectl sidesync lint -f job.yaml
+  kubectl sidesync lint -R -f manifests/ -o json
+  helm template my-release chart/ | kubectl sidesync lint
+  kubectl sidesync lint -n batch`
 
 // lintConfig is lint's command line, checked.
 type lintConfig struct {
-	files  []string // "-" is stdin
-	output string   // "text" or "json"
+	files  filenames
+	output output
+	kube   *genericclioptions.ConfigFlags
+	all    bool // -A
 }
 
-// runLint is "kubectl sidesync lint": read, lint, print, and the exit code.
-func runLint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	cfg, err := parseLintFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, lintUsage)
-		return 0
+// newLintCmd is "kubectl sidesync lint": read, lint, print, and the exit code.
+func newLintCmd(e env) *cobra.Command {
+	cfg := lintConfig{kube: newKubeFlags()}
+	cmd := &cobra.Command{
+		Use:     "lint [-f FILENAME | -n NAMESPACE | -A]",
+		Short:   "Find what will hang or misbehave with sidecars",
+		Long:    lintLong,
+		Example: lintExample,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := errors.Join(noArgs(args, "give manifests with -f FILENAME"), cfg.check(cmd)); err != nil {
+				return usageErrorf(cmd, err)
+			}
+			return exitOf(runLint(cmd, cfg, e))
+		},
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "kubectl sidesync lint: %v\n\n%s", err, lintUsage)
-		return 2
+	cfg.files.addFlags(cmd, "the manifests to lint")
+	addOutputFlag(cmd, &cfg.output, "text", "text", "json", "yaml")
+	cmd.Flags().BoolVarP(&cfg.all, "all-namespaces", "A", false, "lint the Jobs and CronJobs of every namespace of the cluster")
+	cfg.kube.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// check checks what the flags library cannot, every problem at once.
+func (c lintConfig) check(cmd *cobra.Command) error {
+	var errs []error
+	if err := c.output.check(); err != nil {
+		errs = append(errs, err)
 	}
-	objs, err := readObjects(cfg.files, stdin)
-	if err != nil {
-		fmt.Fprintf(stderr, "kubectl sidesync lint: %v\n", err)
-		return 2
+	if c.live(cmd) && len(c.files.names) > 0 {
+		errs = append(errs, errors.New("-f reads files and -n, -A, --context or --kubeconfig the cluster: give one"))
+	}
+	if c.all && cmd.Flags().Changed("namespace") {
+		errs = append(errs, errors.New("--all-namespaces (-A) and --namespace (-n): give one"))
+	}
+	if c.files.recursive && c.live(cmd) {
+		errs = append(errs, errors.New("--recursive (-R) is for -f"))
+	}
+	return errors.Join(errs...)
+}
+
+// live reports whether lint reads the cluster: -n, -A, --context or --kubeconfig was given.
+func (c lintConfig) live(cmd *cobra.Command) bool {
+	return c.all || cmd.Flags().Changed("namespace") || cmd.Flags().Changed("context") || cmd.Flags().Changed("kubeconfig")
+}
+
+// runLint reads the objects, lints them, prints the findings and returns the exit code.
+func runLint(cmd *cobra.Command, cfg lintConfig, e env) int {
+	var objs []lint.Object
+	var err error
+	if cfg.live(cmd) {
+		objs, err = readCluster(cmd.Context(), cfg, e)
+		if err != nil { // the cluster could not be read: as unreadable input, nothing linted
+			fmt.Fprintf(e.stderr, "kubectl sidesync lint: %v\n", err)
+			return 2
+		}
+	} else {
+		objs, err = readObjects(cfg.files, e.stdin)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "kubectl sidesync lint: %v\n", err)
+			return 2
+		}
 	}
 	findings := []lint.Finding{}
 	for _, o := range objs {
 		findings = append(findings, lint.Lint(o)...)
 	}
 	counts := lint.Count(len(objs), findings)
-	if err := printFindings(stdout, cfg.output, findings, counts); err != nil {
-		fmt.Fprintf(stderr, "kubectl sidesync lint: writing the findings: %v\n", err)
+	if err := printFindings(e.stdout, cfg.output.value, findings, counts); err != nil {
+		fmt.Fprintf(e.stderr, "kubectl sidesync lint: writing the findings: %v\n", err)
 		return 2
 	}
-	fmt.Fprintln(stderr, counts)
+	fmt.Fprintln(e.stderr, counts)
 	if counts.Errors > 0 {
 		return 1
 	}
 	return 0
 }
 
-// parseLintFlags parses and checks the flags, every problem at once.
-func parseLintFlags(args []string) (lintConfig, error) {
-	cfg := lintConfig{output: "text"}
-	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Func("f", "", func(v string) error { cfg.files = append(cfg.files, v); return nil })
-	fs.Func("filename", "", func(v string) error { cfg.files = append(cfg.files, v); return nil })
-	fs.StringVar(&cfg.output, "o", cfg.output, "")
-	fs.StringVar(&cfg.output, "output", cfg.output, "")
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
+// readObjects reads and decodes every file that -f names, in turn; an error names the file.
+func readObjects(files filenames, stdin io.Reader) ([]lint.Object, error) {
+	paths, err := files.paths()
+	if err != nil {
+		return nil, err
 	}
-	var errs []error
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected argument %q: give manifests with -f FILE", fs.Arg(0)))
-	}
-	if cfg.output != "text" && cfg.output != "json" {
-		errs = append(errs, fmt.Errorf("--output %q: must be text or json", cfg.output))
-	}
-	if len(cfg.files) == 0 {
-		cfg.files = []string{"-"}
-	}
-	return cfg, errors.Join(errs...)
-}
-
-// readObjects reads and decodes every file in turn ("-" is stdin); an error names the file.
-func readObjects(files []string, stdin io.Reader) ([]lint.Object, error) {
 	var objs []lint.Object
-	for _, name := range files {
-		got, err := readFile(name, stdin)
+	for _, path := range paths {
+		got, err := readFile(path, stdin)
 		if err != nil {
 			return nil, err
 		}
@@ -107,18 +140,16 @@ func readObjects(files []string, stdin io.Reader) ([]lint.Object, error) {
 
 // readFile reads and decodes one file ("-" is stdin) through lint.Read, which stops reading at
 // its size bound: an endless stdin or a huge file is refused, not read into memory.
-func readFile(name string, stdin io.Reader) ([]lint.Object, error) {
-	r := stdin
-	if name == "-" {
-		name = "stdin"
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
-		}
-		defer f.Close()
-		r = f
+func readFile(path string, stdin io.Reader) ([]lint.Object, error) {
+	r, closeFn, err := open(path, stdin)
+	if err != nil {
+		return nil, err
 	}
+	name := path
+	if path == stdinName {
+		name = "stdin"
+	}
+	defer closeFn()
 	objs, err := lint.Read(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -126,12 +157,10 @@ func readFile(name string, stdin io.Reader) ([]lint.Object, error) {
 	return objs, nil
 }
 
-// printFindings writes the findings: a line each, or one JSON document with the counts.
+// printFindings writes the findings: a line each, or one JSON or YAML document with the counts.
 func printFindings(w io.Writer, output string, findings []lint.Finding, counts lint.Counts) error {
-	if output == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+	if output != "text" {
+		return printDoc(w, output, struct {
 			Findings []lint.Finding `json:"findings"`
 			Errors   int            `json:"errors"`
 			Warnings int            `json:"warnings"`

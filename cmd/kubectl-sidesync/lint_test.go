@@ -94,12 +94,12 @@ func TestLintExitCodes(t *testing.T) {
 		{"a second document that cannot be read", lintHangs + "---\nhello\n", nil, 2, "", "stdin: document 2: not an object (a mapping with apiVersion and kind)"},
 		{"a container name the API server refuses", "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: Main_1, image: x, command: [run]}]}\n",
 			nil, 2, "", `stdin: document 1: Pod/p: spec.containers[0].name: "Main_1" is not a container name`},
-		{"a file that is not there", "", []string{"-f", filepath.Join(dir, "missing.yaml")}, 2, "", "reading " + filepath.Join(dir, "missing.yaml")},
-		{"an unknown flag", "", []string{"--bogus"}, 2, "", "flag provided but not defined: -bogus"},
-		{"an unknown output", lintHangs, []string{"-o", "yaml"}, 2, "", `--output "yaml": must be text or json`},
-		{"a stray argument", lintHangs, []string{"job.yaml"}, 2, "", `unexpected argument "job.yaml": give manifests with -f FILE`},
+		{"a file that is not there", "", []string{"-f", filepath.Join(dir, "missing.yaml")}, 2, "", `the path "` + filepath.Join(dir, "missing.yaml") + `" does not exist`},
+		{"an unknown flag", "", []string{"--bogus"}, 2, "", "error: unknown flag: --bogus\nSee 'kubectl sidesync lint --help' for usage.\n"},
+		{"an unknown output", lintHangs, []string{"-o", "xml"}, 2, "", `error: unable to match a printer suitable for the output format "xml", allowed formats are: text,json,yaml` + "\nSee 'kubectl sidesync lint -h' for help and examples\n"},
+		{"a stray argument", lintHangs, []string{"job.yaml"}, 2, "", `unexpected arguments ["job.yaml"]: give manifests with -f FILENAME`},
 		{"-f without a value", "", []string{"-f"}, 2, "", "flag needs an argument"},
-		{"help", "", []string{"--help"}, 0, "Usage: kubectl sidesync lint", ""},
+		{"help", "", []string{"--help"}, 0, "Usage:\n  kubectl sidesync lint [-f FILENAME | -n NAMESPACE | -A] [flags]\n", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 
+	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidesync/sidesync/internal/cluster/admission"
@@ -16,11 +15,9 @@ import (
 	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
 
-const policyUsage = `Usage: kubectl sidesync policy [flags]
-
-Prints sidesync's webhook-less injector and its backstop as YAML, for kubectl apply:
-
-  kubectl sidesync policy | kubectl apply -f -
+// policyLong is policy's description, for --help.
+const policyLong = `Prints sidesync's webhook-less injector and its backstop as YAML (or, with -o json, a List),
+for kubectl apply:
 
   - two MutatingAdmissionPolicies (admissionregistration.k8s.io/v1, Kubernetes >= 1.36) with
     their bindings, which inject a pod at its creation as 'kubectl sidesync inject' would, in
@@ -34,36 +31,59 @@ A pod whose apps do not all have a command is left as it is (the policy cannot r
 ENTRYPOINT), with the annotation ` + admission.SkippedAnnotation + ` saying why; see docs/POLICY.md for
 what the policy cannot do that the webhook does.
 
-Flags:
-  --image REF        the sidesync image (default: this release's, ` + buildinfo.ImageRepository + `:VERSION;
-                     required for a development build)
-  --delivery MODE    init-copy (default) or image-volume (Kubernetes >= 1.35)
-  --native MODE      auto (default), always or never. The policy cannot yet turn a classic
-                     sidecar into a native one (a JSON Patch that moves it into initContainers
-                     with inject's probe and placement): auto wraps the apps as never does, so
-                     that no pod is left to hang, and says so; always is refused (use kubectl
-                     sidesync inject --native, or the webhook's native: always) (docs/POLICY.md)
-  --namespace NS     a namespace never selected, besides kube-system, kube-public and
-                     kube-node-lease (the webhook's own, if one runs too)
-  --backstop-only    print only the ValidatingAdmissionPolicy and its bindings, for beside the
-                     webhook (its warning then speaks of the injector, as the chart's does)
-  --kube-version V   the cluster's Kubernetes (1.33, v1.34.2): refused when older than the output
-                     needs (its first line and stderr say which)
+Exit codes: 0 printed, 2 bad flags (nothing written), 1 the output could not be written.`
 
-Exit codes: 0 printed, 2 bad flags (nothing written), 1 the output could not be written.
-`
+// policyConfig is policy's command line.
+type policyConfig struct {
+	opts                   admission.PolicyOptions
+	delivery, native, kube string
+	backstopOnly           bool
+	output                 output
+	namespace              string // -n, refused: the old --namespace is --exclude-namespace
+}
 
-// runPolicy is "kubectl sidesync policy".
-func runPolicy(args []string, build buildinfo.Info, stdout, stderr io.Writer) int {
-	o, backstopOnly, err := parsePolicyFlags(args, build)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, policyUsage)
-		return 0
+// newPolicyCmd is "kubectl sidesync policy".
+func newPolicyCmd(e env) *cobra.Command {
+	var cfg policyConfig
+	cmd := &cobra.Command{
+		Use:     "policy [flags]",
+		Short:   "Print the webhook-less injector (admission policies)",
+		Long:    policyLong,
+		Example: "  kubectl sidesync policy | kubectl apply -f -\n  kubectl sidesync policy --backstop-only --exclude-namespace monitoring",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := errors.Join(noArgs(args, "policy takes only flags"), cfg.complete(cmd, e.build)); err != nil {
+				return usageErrorf(cmd, err)
+			}
+			return exitOf(runPolicy(cfg, e))
+		},
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "kubectl sidesync policy: %v\n\nRun 'kubectl sidesync policy --help' for the flags.\n", err)
-		return 2
-	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.opts.Image, "image", "", "the sidesync image (default: this release's, "+buildinfo.ImageRepository+":VERSION;\nrequired for a development build)")
+	f.StringVar(&cfg.delivery, "delivery", string(inject.InitCopy), "init-copy or image-volume (Kubernetes >= 1.35)")
+	f.StringVar(&cfg.native, "native", string(inject.NativeAuto), `auto, always or never. The policy cannot yet turn a classic sidecar into
+a native one (a JSON Patch that moves it into initContainers with inject's probe and
+placement): auto wraps the apps as never does, so that no pod is left to hang, and says so;
+always is refused (use kubectl sidesync inject --native, or the webhook's native: always)
+(docs/POLICY.md)`)
+	f.StringVar(&cfg.opts.Namespace, "exclude-namespace", "", `a namespace never selected, besides kube-system, kube-public and
+kube-node-lease (the webhook's own, if one runs too)`)
+	f.BoolVar(&cfg.backstopOnly, "backstop-only", false, `print only the ValidatingAdmissionPolicy and its bindings, for beside the
+webhook (its warning then speaks of the injector, as the chart's does)`)
+	f.StringVar(&cfg.kube, "kube-version", "", `the cluster's Kubernetes (1.33, v1.34.2): refused when older than the output
+needs (its first line and stderr say which)`)
+	addOutputFlag(cmd, &cfg.output, "yaml", "yaml", "json")
+	// -n/--namespace meant "never selected" here once; in kubectl it is the namespace worked in.
+	// Refused with the flag to use rather than taken in either meaning.
+	f.StringVarP(&cfg.namespace, "namespace", "n", "", "")
+	_ = f.MarkHidden("namespace")
+	completeValues(cmd, "native", string(inject.NativeAuto), string(inject.NativeAlways), string(inject.NativeNever))
+	completeValues(cmd, "delivery", string(inject.InitCopy), string(inject.ImageVolume))
+	return cmd
+}
+
+// runPolicy prints the policies and returns the exit code.
+func runPolicy(cfg policyConfig, e env) int {
+	o, backstopOnly := cfg.opts, cfg.backstopOnly
 	var objs []any
 	// The backstop's warning is the truth of the install: beside the webhook (--backstop-only)
 	// an injector may be down; without it, the policy wraps and no injector exists.
@@ -74,7 +94,7 @@ func runPolicy(args []string, build buildinfo.Info, stdout, stderr io.Writer) in
 	if !backstopOnly {
 		policies, bindings, err := admission.Policy(o)
 		if err != nil {
-			fmt.Fprintf(stderr, "kubectl sidesync policy: %v\n", err)
+			fmt.Fprintf(e.stderr, "kubectl sidesync policy: %v\n", err)
 			return 2
 		}
 		for i := range policies {
@@ -86,43 +106,32 @@ func runPolicy(args []string, build buildinfo.Info, stdout, stderr io.Writer) in
 	for _, b := range vapBindings {
 		objs = append(objs, b)
 	}
-	out, err := policyYAML(objs)
+	needs := policyNeeds(o, backstopOnly)
+	out, err := policyOutput(objs, cfg.output.value, "# kubectl sidesync policy "+e.build.Version+": needs "+needs+"\n")
 	if err != nil {
-		fmt.Fprintf(stderr, "kubectl sidesync policy: %v\n", err)
+		fmt.Fprintf(e.stderr, "kubectl sidesync policy: %v\n", err)
 		return 2
 	}
-	needs := policyNeeds(o, backstopOnly)
 	if !backstopOnly {
-		fmt.Fprintln(stderr, "kubectl sidesync policy: "+policyNativeNote)
+		fmt.Fprintln(e.stderr, "kubectl sidesync policy: "+policyNativeNote)
 	}
-	fmt.Fprintf(stderr, "kubectl sidesync policy: the output needs %s\n", needs)
-	out = append([]byte("# kubectl sidesync policy "+build.Version+": needs "+needs+"\n"), out...)
-	if _, err := stdout.Write(out); err != nil {
-		fmt.Fprintf(stderr, "kubectl sidesync policy: writing: %v\n", err)
+	fmt.Fprintf(e.stderr, "kubectl sidesync policy: the output needs %s\n", needs)
+	if _, err := e.stdout.Write(out); err != nil {
+		fmt.Fprintf(e.stderr, "kubectl sidesync policy: writing: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-// parsePolicyFlags reads the command line; the options are checked by inject's own rules.
-func parsePolicyFlags(args []string, build buildinfo.Info) (admission.PolicyOptions, bool, error) {
-	var o admission.PolicyOptions
-	var delivery string
-	var backstopOnly bool
-	fs := flag.NewFlagSet("policy", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.Image, "image", "", "")
-	fs.StringVar(&delivery, "delivery", string(inject.InitCopy), "")
-	native := fs.String("native", string(inject.NativeAuto), "")
-	fs.StringVar(&o.Namespace, "namespace", "", "")
-	fs.BoolVar(&backstopOnly, "backstop-only", false, "")
-	kubeVersion := fs.String("kube-version", "", "")
-	if err := fs.Parse(args); err != nil {
-		return o, false, err
-	}
+// complete checks the command line; the options are checked by inject's own rules.
+func (cfg *policyConfig) complete(cmd *cobra.Command, build buildinfo.Info) error {
+	o := &cfg.opts
 	var errs []error
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	if cmd.Flags().Changed("namespace") {
+		errs = append(errs, fmt.Errorf("policy has no --namespace (-n): a namespace the policy never selects is --exclude-namespace %s", cfg.namespace))
+	}
+	if err := cfg.output.check(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Image == "" {
 		img, ok := build.Image()
@@ -131,28 +140,26 @@ func parsePolicyFlags(args []string, build buildinfo.Info) (admission.PolicyOpti
 		}
 		o.Image = img
 	}
-	o.Delivery, o.Version = inject.Delivery(delivery), build.Version
-	if v, err := kubeversion.Parse(*kubeVersion); *kubeVersion != "" && err != nil {
+	o.Delivery, o.Version = inject.Delivery(cfg.delivery), build.Version
+	if v, err := kubeversion.Parse(cfg.kube); cfg.kube != "" && err != nil {
 		errs = append(errs, fmt.Errorf("--kube-version: %w", err))
-	} else if *kubeVersion != "" && !v.AtLeast(kubeversion.Needs(policyFeatures(o, backstopOnly)...)) {
-		errs = append(errs, fmt.Errorf("--kube-version %s: the output needs %s", *kubeVersion, policyNeeds(o, backstopOnly)))
+	} else if cfg.kube != "" && !v.AtLeast(kubeversion.Needs(policyFeatures(*o, cfg.backstopOnly)...)) {
+		errs = append(errs, fmt.Errorf("--kube-version %s: the output needs %s", cfg.kube, policyNeeds(*o, cfg.backstopOnly)))
 	}
 	if o.Image != "" {
 		if err := (inject.Options{Version: o.Version, Image: o.Image, Delivery: o.Delivery}).Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if mode, err := inject.ParseNativeMode(*native); err != nil {
+	if mode, err := inject.ParseNativeMode(cfg.native); err != nil {
 		errs = append(errs, err)
-	} else {
-		if err := policyNative(mode); err != nil {
-			errs = append(errs, err)
-		}
+	} else if err := policyNative(mode); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Namespace != "" && !dnsLabel(o.Namespace) {
-		errs = append(errs, fmt.Errorf("--namespace %q: not a namespace name", o.Namespace))
+		errs = append(errs, fmt.Errorf("--exclude-namespace %q: not a namespace name", o.Namespace))
 	}
-	return o, backstopOnly, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // policyNativeNote is what --native auto tells on stderr.
@@ -209,25 +216,25 @@ func dnsLabel(s string) bool {
 	return true
 }
 
-// policyYAML writes the objects as YAML documents, without the empty fields the API types carry
-// (creationTimestamp: null, status: {}).
-func policyYAML(objs []any) ([]byte, error) {
-	var b bytes.Buffer
-	for i, o := range objs {
-		j, err := json.Marshal(o)
+// policyOutput writes the objects as YAML documents after the comment head, or as one JSON
+// List (as kubectl get -o json prints several objects; JSON has no comments), without the
+// empty fields the API types carry (creationTimestamp: null, status: {}).
+func policyOutput(objs []any, format, head string) ([]byte, error) {
+	var items []any
+	for _, o := range objs {
+		m, err := policyObject(o)
 		if err != nil {
 			return nil, err
 		}
-		var m map[string]any
-		if err := json.Unmarshal(j, &m); err != nil {
-			return nil, err
-		}
-		if meta, ok := m["metadata"].(map[string]any); ok {
-			delete(meta, "creationTimestamp")
-		}
-		if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
-			delete(m, "status")
-		}
+		items = append(items, m)
+	}
+	var b bytes.Buffer
+	if format == "json" {
+		err := printDoc(&b, "json", map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{}, "items": items})
+		return b.Bytes(), err
+	}
+	b.WriteString(head)
+	for i, m := range items {
 		y, err := yaml.Marshal(m)
 		if err != nil {
 			return nil, err
@@ -238,4 +245,23 @@ func policyYAML(objs []any) ([]byte, error) {
 		b.Write(y)
 	}
 	return b.Bytes(), nil
+}
+
+// policyObject is o as a JSON object without its empty fields.
+func policyObject(o any) (map[string]any, error) {
+	j, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(j, &m); err != nil {
+		return nil, err
+	}
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		delete(meta, "creationTimestamp")
+	}
+	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
+		delete(m, "status")
+	}
+	return m, nil
 }

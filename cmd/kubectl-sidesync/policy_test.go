@@ -17,7 +17,7 @@ func TestPolicyFlags(t *testing.T) {
 		{"--image", "x:1", "--bogus"},
 		{"--image", "x:1", "extra"},
 		{"--image", "has space"},
-		{"--image", "x:1", "--namespace", "Not_A_Name"},
+		{"--image", "x:1", "--exclude-namespace", "Not_A_Name"},
 		{"--image", "x:1", "--native", "sometimes"},
 		{}, // a development build has no release image
 	} {
@@ -68,10 +68,10 @@ func TestPolicyOutput(t *testing.T) {
 		kinds        []string
 		backstopOnly bool
 	}{
-		{[]string{"--namespace", "sidesync-system"}, []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+		{[]string{"--exclude-namespace", "sidesync-system"}, []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
 			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"}, false},
-		{[]string{"--backstop-only", "--namespace", "sidesync-system"}, []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"}, true},
-		{[]string{"--delivery", "image-volume", "--namespace", "sidesync-system"}, nil, false},
+		{[]string{"--backstop-only", "--exclude-namespace", "sidesync-system"}, []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"}, true},
+		{[]string{"--delivery", "image-volume", "--exclude-namespace", "sidesync-system"}, nil, false},
 	} {
 		var out, errOut bytes.Buffer
 		build := devBuild

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,59 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sidesync/sidesync/internal/cluster/rescue"
-	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 )
-
-var rescueUsage = `Usage: kubectl sidesync rescue [-n NS | -A] [POD...] [flags]
-
-Frees the pods of Jobs that never complete because a classic sidecar (Istio's or Linkerd's
-proxy, Vault Agent, Dapr, the Cloud SQL Auth Proxy, ...) runs on after the app has ended. To each
-stuck pod it adds an ephemeral container that runs the sidesync image's 'sidesync quit' with the
-pod's sidecars: in the pod's network, it calls each sidecar's loopback-only quit endpoint, each
-sidecar exits through its own protocol, and the pod and its Job complete. Then it waits for the
-rescued pods and says how each ended.
-
-A pod is stuck when every app container has ended for good (the kubelet does not restart it)
-and only sidecars that can be ended still run. Without POD names every pod of the namespace is
-read (of every namespace with -A), only pods a Job owns are rescued, and the pods that are simply
-running or finished are counted on stderr; a named pod is rescued whoever owns it. A pod whose
-rescue container has not ended yet is left as it is (in-flight): rescue can be run again. An
-ephemeral container can be neither removed nor run again, so a pod gets at most ` + strconv.Itoa(rescue.MaxAttempts) + ` rescues.
-
-  kubectl sidesync rescue -A --dry-run     which pods are stuck, and how each would be freed
-  kubectl sidesync rescue -n batch report-28791120-x7kqp
-
-Flags:
-  -n, --namespace NS      the namespace (default: the kubeconfig context's, else default)
-  -A, --all-namespaces    every namespace (not with POD names)
-  --dry-run               print the decisions and change nothing
-  --signal NAMES          containers that may be ended by SIGTERM when they have no quit
-                          endpoint (a log shipper, a sidecar whose quit API is off), through an
-                          ephemeral container in the container's own PID namespace; repeatable
-                          or comma-separated
-  --image REF             the sidesync image (default: this release's, ` + buildinfo.ImageRepository + `:VERSION;
-                          required for a development build)
-  --wait D                how long to wait for the rescued pods to complete (default 2m; 0: do
-                          not wait)
-  -o, --output FORMAT     text (a table of the decisions, then one of the outcomes) or json (one
-                          document with both, for scripts)
-  --kubeconfig FILE       the kubeconfig (default: $KUBECONFIG, else ~/.kube/config)
-  --context NAME          the kubeconfig's context (default: its current one)
-
-It needs get and list on pods and patch on pods/ephemeralcontainers: deploy/rescue/role.yaml.
-
-Exit codes: 0 every stuck pod rescued and complete (or nothing to rescue, or --dry-run; with
---wait 0, every rescue container added), 2 bad flags (nothing read or written), 1 anything else:
-a pod not complete within --wait, a rescue that failed (the API server refused the container,
-the rescue containers ended and a sidecar still runs, the pod failed with every app exited 0),
-a named pod not found, an API error such as forbidden.
-`
 
 // The limits of rescue's work on the API server.
 const (
@@ -85,19 +33,6 @@ const (
 // rbacNeeds ends every forbidden message: what to grant.
 const rbacNeeds = "rescue needs get and list on pods and patch on pods/ephemeralcontainers (deploy/rescue/role.yaml)"
 
-// rescueConfig is rescue's command line, checked.
-type rescueConfig struct {
-	namespace  string
-	all        bool
-	pods       []string
-	dryRun     bool
-	opts       rescue.Options // Image and Signal
-	wait       time.Duration
-	output     string
-	kubeconfig string
-	context    string
-}
-
 // target is one pod that rescue reports on: its decision and, once rescued, its outcome.
 type target struct {
 	d       rescue.Decision
@@ -105,42 +40,41 @@ type target struct {
 	missing error       // a named pod that does not exist
 	err     error       // the patch's, when it failed
 	patched bool
+	dryRun  bool // patched with dryRun=All: the API server accepted it and stored nothing
 	result  rescue.Result
 	gone    bool  // deleted (or replaced) while it was waited for
 	readErr error // the last poll's, while it was waited for
 }
 
-// runRescue is "kubectl sidesync rescue": read the candidates, decide, add the rescue
-// containers, wait, report.
-func runRescue(args []string, build buildinfo.Info, stdout, stderr io.Writer) int {
-	cfg, err := parseRescueFlags(args, build)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, rescueUsage)
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "kubectl sidesync rescue: %v\n\nRun 'kubectl sidesync rescue --help' for the flags.\n", err)
-		return 2
-	}
+// runRescue reads the candidates, decides, adds the rescue containers, waits, reports, and
+// returns the exit code.
+func runRescue(cfg rescueConfig, e env) int {
+	stdout, stderr := e.stdout, e.stderr
 	fail := func(err error) int { fmt.Fprintf(stderr, "kubectl sidesync rescue: %v\n", err); return 1 }
-	client, err := rescueClient(&cfg, build, stderr)
+	if cfg.devImage {
+		fmt.Fprintf(stderr, "kubectl sidesync rescue: a development build without --image: the dry run names %s, which is not published; a rescue needs --image\n", cfg.opts.Image)
+	}
+	client, namespace, err := kubeClient(cfg.kube, e.build, stderr)
 	if err != nil {
 		return fail(err)
+	}
+	if cfg.namespace == "" && !cfg.all {
+		cfg.namespace = namespace
 	}
 	ctx := context.Background()
 	shown, others, err := decide(ctx, client, cfg)
 	if err != nil {
 		return fail(err)
 	}
-	if cfg.output == "text" {
+	if cfg.output.value == "text" {
 		printDecisions(stdout, shown)
 	}
 	summarise(stderr, cfg, shown, others)
 	var rescued []*target
-	if !cfg.dryRun {
+	if cfg.dryRun != dryRunClient {
 		rescued = rescueAll(ctx, client, cfg, shown, stderr)
 	}
-	if cfg.output == "json" {
+	if cfg.output.value != "text" {
 		if err := printJSON(stdout, cfg, shown, others); err != nil {
 			return fail(err)
 		}
@@ -153,92 +87,6 @@ func runRescue(args []string, build buildinfo.Info, stdout, stderr io.Writer) in
 		code = max(code, t.exitCode(cfg.wait))
 	}
 	return code
-}
-
-// parseRescueFlags parses and checks the command line, naming every bad flag at once. Flags
-// may follow the pod names, as with kubectl.
-func parseRescueFlags(args []string, build buildinfo.Info) (rescueConfig, error) {
-	cfg := rescueConfig{wait: 2 * time.Minute, output: "text"}
-	fs := flag.NewFlagSet("rescue", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.namespace, "n", "", "")
-	fs.StringVar(&cfg.namespace, "namespace", "", "")
-	fs.BoolVar(&cfg.all, "A", false, "")
-	fs.BoolVar(&cfg.all, "all-namespaces", false, "")
-	fs.BoolVar(&cfg.dryRun, "dry-run", false, "")
-	fs.Func("signal", "", func(v string) error { cfg.opts.Signal = append(cfg.opts.Signal, strings.Split(v, ",")...); return nil })
-	fs.StringVar(&cfg.opts.Image, "image", "", "")
-	fs.DurationVar(&cfg.wait, "wait", cfg.wait, "")
-	fs.StringVar(&cfg.output, "o", cfg.output, "")
-	fs.StringVar(&cfg.output, "output", cfg.output, "")
-	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "")
-	fs.StringVar(&cfg.context, "context", "", "")
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			return cfg, err
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		name := strings.TrimPrefix(strings.TrimPrefix(rest[0], "pods/"), "pod/")
-		if !slices.Contains(cfg.pods, name) {
-			cfg.pods = append(cfg.pods, name)
-		}
-		rest = rest[1:]
-	}
-	var errs []error
-	for _, p := range cfg.pods {
-		if validation.IsDNS1123Subdomain(p) != nil {
-			errs = append(errs, fmt.Errorf("%q: not a pod name", p))
-		}
-	}
-	switch {
-	case cfg.all && len(cfg.pods) > 0:
-		errs = append(errs, errors.New("--all-namespaces (-A) takes no pod names: name pods with --namespace"))
-	case cfg.all && cfg.namespace != "":
-		errs = append(errs, errors.New("--all-namespaces (-A) and --namespace (-n): give one"))
-	case cfg.namespace != "" && !dnsLabel(cfg.namespace):
-		errs = append(errs, fmt.Errorf("--namespace %q: not a namespace name", cfg.namespace))
-	}
-	for _, s := range cfg.opts.Signal {
-		if !dnsLabel(s) {
-			errs = append(errs, fmt.Errorf("--signal %q: not a container name", s))
-		}
-	}
-	if cfg.wait < 0 {
-		errs = append(errs, fmt.Errorf("--wait %v: must not be negative", cfg.wait))
-	}
-	if cfg.output != "text" && cfg.output != "json" {
-		errs = append(errs, fmt.Errorf("--output %q: must be text or json", cfg.output))
-	}
-	image, err := imageFlag(cfg.opts.Image, build)
-	cfg.opts.Image = image
-	return cfg, errors.Join(append(errs, err)...)
-}
-
-// rescueClient connects as kubectl does (--kubeconfig, else $KUBECONFIG, else ~/.kube/config;
-// --context, else the current one) and sets the namespace, when none is given, to the
-// context's. The API server's warnings (Pod Security's, say) go to stderr, as kubectl shows
-// them.
-func rescueClient(cfg *rescueConfig, build buildinfo.Info, stderr io.Writer) (kubernetes.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = cfg.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: cfg.context})
-	rc, err := cc.ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	if cfg.namespace == "" && !cfg.all {
-		if cfg.namespace, _, err = cc.Namespace(); err != nil {
-			return nil, fmt.Errorf("reading the kubeconfig: %w", err)
-		}
-	}
-	rc.UserAgent = "kubectl-sidesync/" + build.Version
-	rc.Timeout = 30 * time.Second // per request: a stalled connection must not hold rescue
-	rc.QPS, rc.Burst = 50, 100    // kubectl's own limits; client-go's 5/s would slow -A
-	rc.WarningHandler = rest.NewWarningWriter(stderr, rest.WarningWriterOptions{Deduplicate: true})
-	return kubernetes.NewForConfig(rc)
 }
 
 // decide reads the candidate pods and asks rescue.Decide of each. shown are those the user
@@ -319,7 +167,7 @@ func rescueAll(ctx context.Context, client kubernetes.Interface, cfg rescueConfi
 	var g errgroup.Group
 	g.SetLimit(maxInFlight)
 	for _, t := range stuck {
-		g.Go(func() error { t.patch(ctx, client); return nil })
+		g.Go(func() error { t.patch(ctx, client, cfg.dryRun == dryRunServer); return nil })
 	}
 	_ = g.Wait() // the errors are the targets'
 	added := 0
@@ -330,7 +178,9 @@ func rescueAll(ctx context.Context, client kubernetes.Interface, cfg rescueConfi
 			added++
 		}
 	}
-	if added > 0 && cfg.wait > 0 {
+	if added > 0 && cfg.dryRun == dryRunServer {
+		fmt.Fprintf(stderr, "rescue containers accepted by the API server for %s (server dry run: nothing stored)\n", plural(added, "pod"))
+	} else if added > 0 && cfg.wait > 0 {
 		fmt.Fprintf(stderr, "rescue containers added to %s; waiting up to %v for the outcome\n", plural(added, "pod"), cfg.wait)
 		await(ctx, client, stuck, cfg.wait)
 	}
@@ -338,20 +188,27 @@ func rescueAll(ctx context.Context, client kubernetes.Interface, cfg rescueConfi
 }
 
 // patch adds the decision's containers through the pods/ephemeralcontainers subresource, as
-// `kubectl debug` does.
-func (t *target) patch(ctx context.Context, client kubernetes.Interface) {
+// `kubectl debug` does; with dryRun, as kubectl's --dry-run=server, with dryRun=All: the API
+// server runs its admission and stores nothing.
+func (t *target) patch(ctx context.Context, client kubernetes.Interface, dryRun bool) {
 	data, err := rescue.Patch(t.d.Add)
 	if err != nil {
 		t.err = fmt.Errorf("pod %s: %w", t.d.Key(), err)
 		return
 	}
-	pod, err := client.CoreV1().Pods(t.d.Namespace).Patch(ctx, t.d.Name, types.StrategicMergePatchType, data,
-		metav1.PatchOptions{FieldManager: "kubectl-sidesync"}, "ephemeralcontainers")
+	opts := metav1.PatchOptions{FieldManager: "kubectl-sidesync"}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	pod, err := client.CoreV1().Pods(t.d.Namespace).Patch(ctx, t.d.Name, types.StrategicMergePatchType, data, opts, "ephemeralcontainers")
 	if err != nil {
 		t.err = patchError(t.d, err)
 		return
 	}
-	t.patched, t.pod, t.result = true, pod, rescue.Outcome(pod, t.d)
+	t.patched, t.dryRun = true, dryRun
+	if !dryRun {
+		t.pod, t.result = pod, rescue.Outcome(pod, t.d)
+	}
 }
 
 // patchError says why a pod's patch failed, in the terms the user acts on.
@@ -447,6 +304,8 @@ func (t *target) outcome(wait time.Duration) string {
 	switch {
 	case t.err != nil:
 		return "rescue failed: " + t.err.Error()
+	case t.dryRun:
+		return "rescue container accepted (server dry run: nothing stored)"
 	case t.gone:
 		return "deleted before it was seen complete"
 	case t.result.Failed != "":
@@ -469,7 +328,7 @@ func (t *target) exitCode(wait time.Duration) int {
 	switch {
 	case t.missing != nil, t.err != nil, t.gone, t.result.Failed != "":
 		return 1
-	case !t.patched, wait == 0:
+	case !t.patched, wait == 0, t.dryRun:
 		return 0
 	case t.result.Phase == corev1.PodSucceeded, t.result.Phase == corev1.PodFailed && appFailed:
 		return 0
@@ -519,7 +378,7 @@ func printOutcomes(w io.Writer, wait time.Duration, rescued []*target) {
 	fmt.Fprintln(tw, "NAMESPACE\tPOD\tOUTCOME\tSIDECARS\tRESCUE")
 	for _, t := range rescued {
 		sidecars, rescuers := "-", "-"
-		if t.patched {
+		if t.patched && !t.dryRun {
 			var s, r []string
 			for _, tg := range t.d.Targets {
 				if code, ok := t.result.Sidecars[tg.Container]; ok {
@@ -567,10 +426,12 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// rescueJSON is -o json's document.
+// rescueJSON is -o json's (and yaml's) document.
 type rescueJSON struct {
-	DryRun bool      `json:"dryRun"`
-	Pods   []podJSON `json:"pods"`
+	DryRun bool `json:"dryRun"` // client or server: nothing stored
+	// DryRunStrategy is --dry-run's value: none, client or server.
+	DryRunStrategy string    `json:"dryRunStrategy"`
+	Pods           []podJSON `json:"pods"`
 	// Others counts the pods left out of Pods, by refusal.
 	Others map[rescue.Refusal]int `json:"others"`
 }
@@ -603,9 +464,9 @@ type outcomeJSON struct {
 	Rescuers map[string]string `json:"rescuers,omitempty"` // the rescue containers' states
 }
 
-// printJSON writes the decisions and outcomes as one JSON document.
+// printJSON writes the decisions and outcomes as one JSON or YAML document.
 func printJSON(w io.Writer, cfg rescueConfig, shown []*target, others map[rescue.Refusal]int) error {
-	doc := rescueJSON{DryRun: cfg.dryRun, Pods: []podJSON{}, Others: others}
+	doc := rescueJSON{DryRun: cfg.dryRun != dryRunNone, DryRunStrategy: string(cfg.dryRun), Pods: []podJSON{}, Others: others}
 	for _, t := range shown {
 		p := podJSON{Namespace: t.d.Namespace, Name: t.d.Name, Verdict: string(t.d.Verdict), Refusal: t.d.Refusal,
 			Reason: t.d.Reason, Hint: t.d.Hint, Plan: t.d.Plan(), Add: t.d.Add}
@@ -621,7 +482,5 @@ func printJSON(w io.Writer, cfg rescueConfig, shown []*target, others map[rescue
 		}
 		doc.Pods = append(doc.Pods, p)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return printDoc(w, cfg.output.value, doc)
 }

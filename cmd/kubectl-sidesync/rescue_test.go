@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,8 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sidesync/sidesync/internal/cluster/rescue"
+	"github.com/sidesync/sidesync/internal/shared/buildinfo"
 	"github.com/sidesync/sidesync/internal/testing/kubetest"
 )
 
@@ -203,8 +207,9 @@ func complete(t *testing.T, c *kubetest.Cluster, ns, name string) {
 
 // rescueDoc is -o json's document as a script reads it.
 type rescueDoc struct {
-	DryRun bool `json:"dryRun"`
-	Pods   []struct {
+	DryRun         bool   `json:"dryRun"`
+	DryRunStrategy string `json:"dryRunStrategy"`
+	Pods           []struct {
 		Namespace, Name, Verdict, Refusal, Reason, Hint, Plan string
 		Targets                                               []struct {
 			Container, Profile, Spec string
@@ -263,6 +268,8 @@ func TestRescue(t *testing.T) {
 	t.Run("RBAC", func(t *testing.T) { testRescueRBAC(t, c) })
 	t.Run("admission", func(t *testing.T) { testRescueAdmission(t, c, admin) })
 	t.Run("json", func(t *testing.T) { testRescueJSON(t, c, admin) })
+	// lint -n/-A reads the cluster too: tested here, on this API server, to spare another start.
+	t.Run("lint", func(t *testing.T) { testLintCluster(t, c, admin) })
 }
 
 // testRescueDryRun: --dry-run lists the stuck pods of four sidecars with their plans, and one
@@ -280,7 +287,7 @@ func testRescueDryRun(t *testing.T, c *kubetest.Cluster, admin string) {
 		daprPod.create(t, c, ns, "dapr"),
 		noQuit.create(t, c, ns, "vault-no-quit"),
 	}
-	r := rescueCmd(admin, "-n", ns, "--dry-run")
+	r := rescueCmd(admin, "-n", ns, "--dry-run=client")
 	if r.code != 0 {
 		t.Fatalf("dry run: %s", r)
 	}
@@ -299,7 +306,12 @@ func testRescueDryRun(t *testing.T, c *kubetest.Cluster, admin string) {
 		t.Errorf("a dry run rescued:\n%s", r)
 	}
 
-	doc := decisions(t, rescueCmd(admin, "-n", ns, "--dry-run", "-o", "json"))
+	doc := decisions(t, rescueCmd(admin, "-n", ns, "--dry-run=client", "-o", "json"))
+	if y := rescueCmd(admin, "-n", ns, "--dry-run=client", "-o", "yaml"); y.code != 0 {
+		t.Errorf("-o yaml: %s", y)
+	} else if diff := cmp.Diff(doc, yamlDecisions(t, y)); diff != "" {
+		t.Errorf("-o yaml and -o json differ (-json +yaml):\n%s", diff)
+	}
 	for _, p := range doc.Pods {
 		if p.Name == "dapr" && (len(p.Add) != 1 || !cmp.Equal(p.Add[0].Env, []corev1.EnvVar{daprToken})) {
 			t.Errorf("dapr: the rescue container's env does not carry DAPR_API_TOKEN from the sidecar's: %+v", p.Add)
@@ -317,10 +329,38 @@ func testRescueDryRun(t *testing.T, c *kubetest.Cluster, admin string) {
 	}
 	t.Setenv("KUBECONFIG", path)
 	var out, errOut bytes.Buffer
-	if code := run([]string{"rescue", "--context", "batch", "--dry-run"}, corpusBuild, nil, &out, &errOut); code != 0 || out.String() != r.stdout {
+	// A bare --dry-run is client's, with kubectl's deprecation warning.
+	if code := run([]string{"rescue", "--context", "batch", "--dry-run"}, corpusBuild, nil, &out, &errOut); code != 0 || out.String() != r.stdout ||
+		!strings.HasPrefix(errOut.String(), "Warning: --dry-run is deprecated and can be replaced with --dry-run=client.\n") {
 		t.Errorf("with $KUBECONFIG and --context: exit %d, stdout\n%s\nwant the same as with -n %s:\n%s\nstderr %s", code, out.String(), ns, r.stdout, errOut.String())
 	}
 	untouched(t, c, pods...)
+	testRescueServerDryRun(t, c, admin, ns, pods)
+}
+
+// testRescueServerDryRun: --dry-run=server sends each stuck pod's rescue container with
+// dryRun=All: the API server accepts it, and stores nothing.
+func testRescueServerDryRun(t *testing.T, c *kubetest.Cluster, admin, ns string, pods []*corev1.Pod) {
+	r := rescueCmd(admin, "-n", ns, "--dry-run=server")
+	if r.code != 0 || !strings.Contains(r.stderr, "rescue containers accepted by the API server for 4 pods (server dry run: nothing stored)\n") {
+		t.Errorf("--dry-run=server: want exit 0 and the dry run said:\n%s", r)
+	}
+	for _, pod := range []string{"istio", "linkerd", "vault", "dapr"} {
+		if got := outcomeRow(r.stdout, pod); !strings.Contains(got, "rescue container accepted (server dry run: nothing stored)") {
+			t.Errorf("the outcome of %s: %q\n%s", pod, got, r)
+		}
+	}
+	untouched(t, c, pods...)
+}
+
+// yamlDecisions reads -o yaml's document as decisions reads -o json's.
+func yamlDecisions(t *testing.T, r ran) rescueDoc {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(r.stdout))
+	if err != nil {
+		t.Fatalf("-o yaml: %v\n%s", err, r)
+	}
+	return decisions(t, ran{r.code, string(j), r.stderr})
 }
 
 // testRescueLeft: pods rescue must not touch, rescued for real: an app still running, an app
@@ -356,7 +396,7 @@ func testRescueLeft(t *testing.T, c *kubetest.Cluster, admin string) {
 	}
 	untouched(t, c, pods...)
 
-	r = rescueCmd(admin, "-n", ns, "orphan", "busy", "--dry-run", "unknown", "--signal", "logger")
+	r = rescueCmd(admin, "-n", ns, "orphan", "busy", "--dry-run=client", "unknown", "--signal", "logger")
 	for pod, want := range map[string]string{
 		"orphan":  "stuck",
 		"busy":    "left: app-running",
@@ -366,7 +406,7 @@ func testRescueLeft(t *testing.T, c *kubetest.Cluster, admin string) {
 			t.Errorf("named, the row of %s: %q, want %q in it\n%s", pod, got, want, r)
 		}
 	}
-	r = rescueCmd(admin, "-n", ns, "ghost", "--dry-run")
+	r = rescueCmd(admin, "-n", ns, "ghost", "--dry-run=client")
 	if r.code != 1 || !strings.Contains(row(r.stdout, "ghost"), `not found  pods "ghost" not found`) {
 		t.Errorf("a missing pod: want exit 1 and a row that says not found:\n%s", r)
 	}
@@ -522,7 +562,7 @@ func testRescueRBAC(t *testing.T, c *kubetest.Cluster) {
 		kubeconfigs[name] = c.Kubeconfig(t, token)
 	}
 
-	r := rescueCmd(kubeconfigs["sidesync-rescue"], "-n", ns, "--dry-run")
+	r := rescueCmd(kubeconfigs["sidesync-rescue"], "-n", ns, "--dry-run=client")
 	if r.code != 0 || !strings.Contains(row(r.stdout, "a"), "stuck") || !strings.Contains(row(r.stdout, "b"), "stuck") {
 		t.Errorf("dry run with the Role: want both stuck, exit 0:\n%s", r)
 	}
@@ -591,6 +631,11 @@ func testRescueAdmission(t *testing.T, c *kubetest.Cluster, admin string) {
 		!strings.Contains(r.stderr, message) || !strings.Contains(outcomeRow(r.stdout, "guarded"), "rescue failed: ") {
 		t.Errorf("want exit 1 and the policy's message, naming the pod:\n%s", r)
 	}
+	// --dry-run=server reaches the API server's admission, which refuses as it would for real.
+	r = rescueCmd(admin, "-n", ns, "--dry-run=server")
+	if r.code != 1 || !strings.Contains(r.stderr, message) || !strings.Contains(outcomeRow(r.stdout, "guarded"), "rescue failed: ") {
+		t.Errorf("--dry-run=server: want exit 1 and the policy's message:\n%s", r)
+	}
 	untouched(t, c, pod)
 }
 
@@ -603,9 +648,9 @@ func testRescueJSON(t *testing.T, c *kubetest.Cluster, admin string) {
 	busy.states = map[string]corev1.ContainerState{"app": running()}
 	istioPod.create(t, c, ns, "nightly")
 	busy.create(t, c, ns, "busy")
-	r := rescueCmd(admin, "-A", "--dry-run", "-o", "json")
+	r := rescueCmd(admin, "-A", "--dry-run=client", "-o", "json")
 	doc := decisions(t, r)
-	if r.code != 0 || !doc.DryRun || doc.Others["app-running"] < 1 {
+	if r.code != 0 || !doc.DryRun || doc.DryRunStrategy != "client" || doc.Others["app-running"] < 1 {
 		t.Errorf("-A --dry-run -o json: want exit 0, dryRun, the busy pod counted:\n%s", r)
 	}
 	found := false
@@ -624,7 +669,7 @@ func testRescueJSON(t *testing.T, c *kubetest.Cluster, admin string) {
 
 	r = rescueCmd(admin, "-n", ns, "--wait", "0", "-o", "json")
 	doc = decisions(t, r)
-	if r.code != 0 || doc.DryRun || len(doc.Pods) != 1 || doc.Pods[0].Outcome == nil || !doc.Pods[0].Outcome.OK ||
+	if r.code != 0 || doc.DryRun || doc.DryRunStrategy != "none" || len(doc.Pods) != 1 || doc.Pods[0].Outcome == nil || !doc.Pods[0].Outcome.OK ||
 		doc.Pods[0].Outcome.Rescuers["sidesync-rescue-1"] != "has no status yet" {
 		t.Errorf("-o json after a rescue: want the outcome:\n%s", r)
 	}
@@ -662,33 +707,43 @@ func TestRescueUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown output", []string{"-o", "yaml"}, `--output "yaml": must be text or json`},
+		{"unknown output", []string{"-o", "xml"}, `unable to match a printer suitable for the output format "xml", allowed formats are: text,json,yaml`},
 		{"-A with names", []string{"-A", "job-1"}, "--all-namespaces (-A) takes no pod names"},
 		{"-A with -n", []string{"-A", "-n", "batch"}, "--all-namespaces (-A) and --namespace (-n): give one"},
 		{"bad image", []string{"--image", "Not An Image"}, `--image "Not An Image"`},
 		{"negative wait", []string{"--wait", "-1s"}, "--wait -1s: must not be negative"},
-		{"wait not a duration", []string{"--wait", "soon"}, `invalid value "soon" for flag -wait`},
-		{"unknown flag", []string{"--force"}, "flag provided but not defined: -force"},
+		{"wait not a duration", []string{"--wait", "soon"}, `invalid argument "soon" for "--wait" flag: time: invalid duration "soon"`},
+		{"unknown flag", []string{"--force"}, "error: unknown flag: --force\nSee 'kubectl sidesync rescue --help' for usage.\n"},
+		{"bad dry run", []string{"--dry-run=maybe"}, `Invalid dry-run value (maybe). Must be "none", "server", or "client".`},
 		{"bad signal", []string{"--signal", "app,Log_Shipper"}, `--signal "Log_Shipper": not a container name`},
 		{"bad namespace", []string{"-n", "Batch"}, `--namespace "Batch": not a namespace name`},
 		{"bad pod name", []string{"jobs/x/y"}, `"jobs/x/y": not a pod name`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := rescueCmd(kubeconfig, tt.args...)
-			if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, "kubectl sidesync rescue --help") {
+			if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, tt.want) || !strings.Contains(r.stderr, "See 'kubectl sidesync rescue -") {
 				t.Errorf("want exit 2, nothing on stdout, %q on stderr:\n%s", tt.want, r)
 			}
 		})
 	}
 	t.Run("development build without --image", func(t *testing.T) {
 		var out, errOut bytes.Buffer
-		code := run([]string{"rescue", "--kubeconfig", kubeconfig, "--dry-run"}, devBuild, nil, &out, &errOut)
+		code := run([]string{"rescue", "--kubeconfig", kubeconfig}, devBuild, nil, &out, &errOut)
 		if want := "--image is required: this is a development build"; code != 2 || !strings.Contains(errOut.String(), want) {
 			t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut.String(), want)
 		}
 	})
+	// A dry run sends no image to run: it names the build's own, saying it is not published.
+	t.Run("development build, dry run without --image", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		code := run([]string{"rescue", "--kubeconfig", kubeconfig, "--dry-run=client"}, devBuild, nil, &out, &errOut)
+		want := "kubectl sidesync rescue: a development build without --image: the dry run names " + buildinfo.ImageRepository + ":devel, which is not published; a rescue needs --image\n"
+		if code != 1 || !strings.HasPrefix(errOut.String(), want) {
+			t.Errorf("exit %d, stderr %q; want 1 (the API server is a closed port) and first %q", code, errOut.String(), want)
+		}
+	})
 	t.Run("the same flags, right, reach the API server", func(t *testing.T) {
-		r := rescueCmd(kubeconfig, "--dry-run", "-o", "json")
+		r := rescueCmd(kubeconfig, "--dry-run=client", "-o", "json")
 		if want := `kubectl sidesync rescue: cannot list pods in namespace "default": `; r.code != 1 || !strings.Contains(r.stderr, want) {
 			t.Errorf("want exit 1 and %q:\n%s", want, r)
 		}
@@ -706,12 +761,18 @@ func TestRescueHelp(t *testing.T) {
 // TestRescueFlags: flags may follow the pod names, as with kubectl; pod/NAME is NAME; a name
 // given twice is one pod.
 func TestRescueFlags(t *testing.T) {
-	cfg, err := parseRescueFlags([]string{"job-1", "--dry-run", "-n", "batch", "pod/job-2", "--signal", "a,b", "--signal", "c", "job-1", "--wait=0"}, corpusBuild)
-	if err != nil {
+	cfg := rescueConfig{kube: newKubeFlags()}
+	var fl rescueFlags
+	cmd := &cobra.Command{Use: "rescue"}
+	addRescueFlags(cmd, &cfg, &fl)
+	if err := cmd.ParseFlags([]string{"job-1", "--dry-run=client", "-n", "batch", "pod/job-2", "--signal", "a,b", "--signal", "c", "job-1", "--wait=0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.complete(cmd, fl, cmd.Flags().Args(), env{build: corpusBuild, stderr: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
 	image, _ := corpusBuild.Image()
-	if diff := cmp.Diff([]string{"job-1", "job-2"}, cfg.pods); diff != "" || !cfg.dryRun || cfg.namespace != "batch" || cfg.wait != 0 ||
+	if diff := cmp.Diff([]string{"job-1", "job-2"}, cfg.pods); diff != "" || cfg.dryRun != dryRunClient || cfg.namespace != "batch" || cfg.wait != 0 ||
 		!slices.Equal(cfg.opts.Signal, []string{"a", "b", "c"}) || cfg.opts.Image != image {
 		t.Errorf("got %+v (pods -want +got:\n%s)", cfg, diff)
 	}
