@@ -93,7 +93,7 @@ func osmAsking(t *testing.T, ann string) []byte {
 // catalog that has a quit endpoint: its app has ended, its sidecar runs on, the Job is active,
 // and still is 10 s later (hangs: for the examples' plain manifests, the hang that sidesync is
 // for).
-// rescue --dry-run lists the pod as stuck and changes nothing; rescue adds the ephemeral
+// rescue --dry-run=client lists the pod as stuck and changes nothing; rescue adds the ephemeral
 // container that runs `sidesync quit`, the sidecar exits 0 by its own quit protocol, and the
 // Job completes. The command runs with exactly the Role of deploy/rescue/role.yaml.
 func TestRescue(t *testing.T) {
@@ -147,17 +147,17 @@ func jobHangs(t *testing.T, n *kubetest.Node, ns, job, podName, sidecar string) 
 	t.Logf("Job %s without sidesync: the app ended, the sidecar still runs and the Job is active %s later", job, plainWatch)
 }
 
-// rescueOne lists the stuck pod with rescue --dry-run, which adds nothing, then rescues it and
+// rescueOne lists the stuck pod with rescue --dry-run=client, which sends nothing, then rescues it and
 // checks that the Job completes with the sidecar's exit code 0.
 func rescueOne(t *testing.T, n *kubetest.Node, ns, job, podName, sidecar string) {
 	t.Helper()
 	kc := rescueKubeconfig(t, n, ns)
-	out, errOut, code := kubectlSidesync(t, kc, "rescue", "-n", ns, "--dry-run")
+	out, errOut, code := kubectlSidesync(t, kc, "rescue", "-n", ns, "--dry-run=client")
 	if code != 0 || !regexp.MustCompile(`(?m)^`+ns+`\s+`+podName+`\s+stuck\s.*quit `+sidecar+` `).MatchString(out) {
-		t.Fatalf("rescue --dry-run: exit %d, want 0 and %s stuck with a plan that quits %s; stdout:\n%s\nstderr:\n%s", code, podName, sidecar, out, errOut)
+		t.Fatalf("rescue --dry-run=client: exit %d, want 0 and %s stuck with a plan that quits %s; stdout:\n%s\nstderr:\n%s", code, podName, sidecar, out, errOut)
 	}
 	if p := getPod(t, n, ns, podName); len(p.Spec.EphemeralContainers) != 0 {
-		t.Fatalf("rescue --dry-run added %d ephemeral containers", len(p.Spec.EphemeralContainers))
+		t.Fatalf("rescue --dry-run=client added %d ephemeral containers", len(p.Spec.EphemeralContainers))
 	}
 	begin := time.Now()
 	out, errOut, code = kubectlSidesync(t, kc, "rescue", "-n", ns, "--wait", rescueTimeout.String())
