@@ -31,10 +31,6 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -43,6 +39,7 @@ import (
 	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/testing/kubetest"
+	"github.com/sidesync/sidesync/internal/testing/loadpods"
 	"github.com/sidesync/sidesync/internal/testing/procmem"
 )
 
@@ -82,7 +79,7 @@ func loadMix(b *testing.B) (order []int, text string) {
 	for part := range strings.SplitSeq(text, ",") {
 		name, w, _ := strings.Cut(part, ":")
 		weight, err := strconv.Atoi(w)
-		k := slices.IndexFunc(podSizes, func(s podSize) bool { return s.name == name })
+		k := slices.IndexFunc(podSizes, func(s loadpods.Size) bool { return s.Name == name })
 		if err != nil || weight < 0 || k < 0 {
 			b.Fatalf("%s=%q: want SIZE:WEIGHT,... with sizes 1KiB, 16KiB, 256KiB", envLoadMix, text)
 		}
@@ -130,111 +127,10 @@ func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
 	return d
 }
 
-// The pods. Realistic for a Job or Deployment in a mesh: a web app and a worker (each with a
-// command, args, ports, env, resources, probes, mounts), Istio's init container and sidecar as
-// its injector leaves them, and the padding in env vars of the two apps.
-
-// podSizes are the pods' sizes in bytes of JSON (the 1 KiB pod has one app and a lean sidecar:
-// a full Istio-injected pod is over 1 KiB without any padding).
-var podSizes = []podSize{{"1KiB", 1 << 10}, {"16KiB", 16 << 10}, {"256KiB", 256 << 10}}
-
-type podSize struct {
-	name string
-	size int
-}
-
-// loadPod is a Pod of about size bytes of JSON in namespace ns (empty: none written).
-func loadPod(name, ns string, size int) map[string]any {
-	meta := map[string]any{"name": name, "labels": map[string]any{"app": "orders", "version": "v7",
-		"security.istio.io/tlsMode": "istio", "service.istio.io/canonical-name": "orders"},
-		"annotations": map[string]any{"sidecar.istio.io/status": `{"initContainers":["istio-init"],"containers":["istio-proxy"],"volumes":["istio-envoy"]}`}}
-	if ns != "" {
-		meta["namespace"] = ns
-	}
-	app := map[string]any{"name": "app", "image": "registry.example.com/orders/api:7.4.1",
-		"command": []any{"/app/orders-api"}, "args": []any{"--listen=:8080", "--db=postgres://db:5432/orders"},
-		"ports": []any{map[string]any{"containerPort": 8080, "name": "http"}},
-		"env":   []any{map[string]any{"name": "LOG_LEVEL", "value": "info"}}}
-	proxy := map[string]any{"name": "istio-proxy", "image": "docker.io/istio/proxyv2:1.28.0",
-		"args":  []any{"proxy", "sidecar", "--domain", "$(POD_NAMESPACE).svc.cluster.local"},
-		"ports": []any{map[string]any{"containerPort": 15090, "name": "http-envoy-prom"}}}
-	containers := []any{app, proxy}
-	var initContainers []any
-	var volumes []any
-	if size > 2<<10 {
-		app["resources"] = map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "256Mi"}, "limits": map[string]any{"memory": "512Mi"}}
-		app["readinessProbe"] = map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": 8080}, "periodSeconds": 5}
-		app["volumeMounts"] = []any{map[string]any{"name": "config", "mountPath": "/etc/orders"}}
-		worker := map[string]any{"name": "worker", "image": "registry.example.com/orders/worker:7.4.1",
-			"command": []any{"/app/orders-worker", "--queue=orders"}, "env": []any{map[string]any{"name": "LOG_LEVEL", "value": "info"}},
-			"resources":    map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
-			"volumeMounts": []any{map[string]any{"name": "config", "mountPath": "/etc/orders"}}}
-		containers = []any{app, worker, proxy}
-		proxy["env"] = []any{
-			map[string]any{"name": "PILOT_CERT_PROVIDER", "value": "istiod"},
-			map[string]any{"name": "CA_ADDR", "value": "istiod.istio-system.svc:15012"},
-			map[string]any{"name": "POD_NAME", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}},
-			map[string]any{"name": "POD_NAMESPACE", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}},
-			map[string]any{"name": "ISTIO_META_APP_CONTAINERS", "value": "app,worker"},
-		}
-		proxy["readinessProbe"] = map[string]any{"httpGet": map[string]any{"path": "/healthz/ready", "port": 15021}, "periodSeconds": 15}
-		proxy["resources"] = map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"cpu": "2", "memory": "1Gi"}}
-		proxy["securityContext"] = map[string]any{"runAsUser": 1337, "runAsGroup": 1337, "runAsNonRoot": true, "readOnlyRootFilesystem": true}
-		proxy["volumeMounts"] = []any{map[string]any{"name": "istio-envoy", "mountPath": "/etc/istio/proxy"}}
-		initContainers = []any{map[string]any{"name": "istio-init", "image": "docker.io/istio/proxyv2:1.28.0",
-			"args":            []any{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-b", "*"},
-			"securityContext": map[string]any{"capabilities": map[string]any{"add": []any{"NET_ADMIN", "NET_RAW"}, "drop": []any{"ALL"}}}}}
-		volumes = []any{map[string]any{"name": "istio-envoy", "emptyDir": map[string]any{"medium": "Memory"}},
-			map[string]any{"name": "config", "configMap": map[string]any{"name": "orders"}}}
-	}
-	spec := map[string]any{"restartPolicy": "Never", "containers": containers, "serviceAccountName": "default"}
-	if initContainers != nil {
-		spec["initContainers"] = initContainers
-		spec["volumes"] = volumes
-	}
-	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-	// Padding: env vars of the apps, in turn, each about 100 bytes of JSON.
-	apps := []map[string]any{app}
-	if len(containers) == 3 {
-		apps = append(apps, containers[1].(map[string]any))
-	}
-	value := strings.Repeat("0123456789abcdef", 5)[:72]
-	pad := func(i int) {
-		c := apps[i%len(apps)]
-		c["env"] = append(c["env"].([]any), map[string]any{"name": fmt.Sprintf("FEATURE_%05d", i), "value": value})
-	}
-	have := len(mustJSONB(pod))
-	per := len(mustJSONB(map[string]any{"name": "FEATURE_00000", "value": value})) + 1
-	i := 0
-	for ; have+(i+1)*per <= size; i++ {
-		pad(i)
-	}
-	return pod
-}
-
-func mustJSONB(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// reviewOf is the AdmissionReview the API server sends for the creation of pod in ns.
-func reviewOf(uid, ns string, pod []byte) []byte {
-	podGVK := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	podGVR := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
-	dry := false
-	return mustJSONB(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: types.UID(uid), Kind: podGVK, Resource: podGVR,
-			RequestKind: &podGVK, RequestResource: &podGVR, Namespace: ns, Operation: admissionv1.Create,
-			UserInfo: authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:job-controller",
-				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}},
-			Object: runtime.RawExtension{Raw: pod}, DryRun: &dry,
-			Options: runtime.RawExtension{Raw: []byte(`{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kube-controller-manager"}`)}},
-	})
-}
+// podSizes are the pods' sizes (internal/testing/loadpods' Meshed pods: a web app and a worker,
+// Istio's init container and sidecar as its injector leaves them; the 1 KiB pod has one app and
+// a lean sidecar).
+var podSizes = []loadpods.Size{loadpods.KiB1, loadpods.KiB16, loadpods.KiB256}
 
 // loadCase is one kind of request: a pod's size, first invocation or re-invocation.
 type loadCase struct {
@@ -254,37 +150,37 @@ func loadCases(b *testing.B, ns string, answer answerFunc) []loadCase {
 	b.Helper()
 	var cases []loadCase
 	for _, s := range podSizes {
-		pod := mustJSONB(loadPod("orders-"+s.name, ns, s.size))
-		first, err := answer(reviewOf("first-"+s.name, ns, pod))
+		pod := loadpods.JSON(loadpods.Meshed("orders-"+s.Name, ns, s.Bytes))
+		first, err := answer(loadpods.Review("first-"+s.Name, ns, pod))
 		if err != nil {
-			b.Fatalf("%s: %v", s.name, err)
+			b.Fatalf("%s: %v", s.Name, err)
 		}
 		r := first.Response
 		if r == nil || !r.Allowed || len(r.Patch) == 0 || r.PatchType == nil || *r.PatchType != admissionv1.PatchTypeJSONPatch {
-			b.Fatalf("%s: the first invocation is not a JSON Patch: %s", s.name, mustJSONB(first))
+			b.Fatalf("%s: the first invocation is not a JSON Patch: %s", s.Name, loadpods.JSON(first))
 		}
 		patch, err := jsonpatch.DecodePatch(r.Patch)
 		if err != nil {
-			b.Fatalf("%s: the patch: %v", s.name, err)
+			b.Fatalf("%s: the patch: %v", s.Name, err)
 		}
 		wrapped, err := patch.Apply(pod)
 		if err != nil {
-			b.Fatalf("%s: applying the patch: %v", s.name, err)
+			b.Fatalf("%s: applying the patch: %v", s.Name, err)
 		}
 		if !bytes.Contains(wrapped, []byte(contract.InjectedAnnotation)) {
-			b.Fatalf("%s: the patched pod has no %s annotation", s.name, contract.InjectedAnnotation)
+			b.Fatalf("%s: the patched pod has no %s annotation", s.Name, contract.InjectedAnnotation)
 		}
-		again := reviewOf("again-"+s.name, ns, wrapped)
+		again := loadpods.Review("again-"+s.Name, ns, wrapped)
 		second, err := answer(again)
 		if err != nil {
-			b.Fatalf("%s, re-invocation: %v", s.name, err)
+			b.Fatalf("%s, re-invocation: %v", s.Name, err)
 		}
 		if second.Response == nil || !second.Response.Allowed || len(second.Response.Patch) != 0 {
-			b.Fatalf("%s: a re-invocation on the wrapped pod answered a patch: %s", s.name, mustJSONB(second.Response))
+			b.Fatalf("%s: a re-invocation on the wrapped pod answered a patch: %s", s.Name, loadpods.JSON(second.Response))
 		}
 		cases = append(cases,
-			loadCase{name: s.name + "/first", pod: len(pod), body: reviewOf("load-first-"+s.name, ns, pod)},
-			loadCase{name: s.name + "/re-invocation", reinvocation: true, pod: len(wrapped), body: again})
+			loadCase{name: s.Name + "/first", pod: len(pod), body: loadpods.Review("load-first-"+s.Name, ns, pod)},
+			loadCase{name: s.Name + "/re-invocation", reinvocation: true, pod: len(wrapped), body: again})
 	}
 	return cases
 }
@@ -740,7 +636,7 @@ func BenchmarkWebhookLoad(b *testing.B) {
 			case err != nil:
 				fail(fmt.Errorf("%s: %w", lc.name, err))
 			case out.Response == nil || !out.Response.Allowed:
-				fail(fmt.Errorf("%s: not allowed: %s", lc.name, mustJSONB(out)))
+				fail(fmt.Errorf("%s: not allowed: %s", lc.name, loadpods.JSON(out)))
 			case lc.reinvocation && len(out.Response.Patch) != 0:
 				patchedAgain.Add(1)
 				fail(fmt.Errorf("%s: a re-invocation answered a patch: %s", lc.name, out.Response.Patch))
@@ -947,7 +843,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 	var seq atomic.Int64
 	create := func(ns string, size int) (time.Duration, error) {
 		name := fmt.Sprintf("load-%d", seq.Add(1))
-		body := mustJSONB(loadPod(name, "", size))
+		body := loadpods.JSON(loadpods.Meshed(name, "", size))
 		req, err := http.NewRequest("POST", c.URL+"/api/v1/namespaces/"+ns+"/pods"+query, bytes.NewReader(body))
 		if err != nil {
 			return 0, err
@@ -977,7 +873,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 	sizeOf := func(i int) int { return order[i%len(order)] / 2 } // an index in podSizes
 	// Warm up both paths.
 	for i := range 60 {
-		if _, err := create([]string{selected, plain}[i%2], podSizes[sizeOf(i)].size); err != nil {
+		if _, err := create([]string{selected, plain}[i%2], podSizes[sizeOf(i)].Bytes); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -1003,7 +899,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 			ns := []string{selected, plain}[k%2]
 			openLoop(rate, perBlock, func(i int, _ time.Time) {
 				k := sizeOf(i)
-				took, err := create(ns, podSizes[k].size)
+				took, err := create(ns, podSizes[k].Bytes)
 				if err != nil {
 					errs.add(err)
 					return
@@ -1042,7 +938,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 				continue
 			}
 			ps, pp := percentiles(bySize[selected][j], .5, .99), percentiles(bySize[plain][j], .5, .99)
-			b.Logf("  %-7s p50 %6.2f vs %6.2f ms (+%.2f), p99 %6.2f vs %6.2f ms (+%.2f)", s.name, ps[0], pp[0], ps[0]-pp[0], ps[1], pp[1], ps[1]-pp[1])
+			b.Logf("  %-7s p50 %6.2f vs %6.2f ms (+%.2f), p99 %6.2f vs %6.2f ms (+%.2f)", s.Name, ps[0], pp[0], ps[0]-pp[0], ps[1], pp[1], ps[1]-pp[1])
 		}
 		diff99 := p[selected][2] - p[plain][2]
 		b.Logf("the webhook's share: p50 +%.2f ms, p99 +%.2f ms; handler p50 %.2f ms, p99 %.2f ms over %d calls",
