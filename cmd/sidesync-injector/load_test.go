@@ -6,8 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -319,15 +317,6 @@ func (p *injectorProcess) waitReady(b testing.TB) {
 	}
 }
 
-// httpsClient trusts caPEM and speaks HTTP/2 when the server does, as the API server's webhook
-// client does: one connection, many streams.
-func httpsClient(caPEM []byte) *http.Client {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 64, IdleConnTimeout: 5 * time.Minute}}
-}
-
 func postReview(client *http.Client, url string, body []byte) (*admissionv1.AdmissionReview, error) {
 	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
 	if err != nil {
@@ -505,48 +494,6 @@ func apiserverWebhookHistogram(client *http.Client, c *kubetest.Cluster) (histog
 		map[string]string{"name": admission.NamespaceWebhook, "type": "admit"}), nil
 }
 
-// openLoop calls fire n times at rate per second, each call on its own goroutine at its
-// scheduled time (start + i/rate), whatever the calls before it take: a slow answer never
-// lowers the offered rate. A ticker wakes the loop; each wake-up issues every call that is due,
-// so a late wake-up catches up instead of dropping calls. It returns when every call has
-// returned, with how long the issuing took.
-func openLoop(rate, n int, fire func(i int, scheduled time.Time)) time.Duration {
-	interval := time.Second / time.Duration(rate)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := 0; i < n; {
-		due := min(n, int(time.Since(start)/interval)+1)
-		for ; i < due; i++ {
-			j, sched := i, start.Add(time.Duration(i)*interval)
-			wg.Go(func() { fire(j, sched) })
-		}
-		if i < n {
-			<-tick.C
-		}
-	}
-	issued := time.Since(start)
-	wg.Wait()
-	return issued
-}
-
-// percentiles of ds, in milliseconds.
-func percentiles(ds []time.Duration, qs ...float64) []float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	out := make([]float64, len(qs))
-	for i, q := range qs {
-		if len(s) == 0 {
-			out[i] = math.NaN()
-			continue
-		}
-		k := min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)
-		out[i] = float64(s[max(k, 0)]) / 1e6
-	}
-	return out
-}
-
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
@@ -573,7 +520,7 @@ func BenchmarkWebhookLoad(b *testing.B) {
 	c.CreateNamespaceLabelled(b, "load", map[string]string{admission.InjectLabel: admission.Enabled})
 	in := startInjectorProcess(b, buildInjector(b), ca, kc)
 	in.waitReady(b)
-	client := httpsClient(ca.PEM)
+	client := loadpods.HTTPSClient(ca.PEM)
 	defer client.CloseIdleConnections()
 	url := "https://" + in.webhook + admission.MutatePath + "?timeout=10s"
 	answer := func(body []byte) (*admissionv1.AdmissionReview, error) { return postReview(client, url, body) }
@@ -626,7 +573,7 @@ func BenchmarkWebhookLoad(b *testing.B) {
 		}()
 		loadStart := loadavg()
 		b.ResetTimer()
-		issued := openLoop(rate, n, func(i int, sched time.Time) {
+		issued := loadpods.OpenLoop(rate, n, func(i int, sched time.Time) {
 			lc := cases[order[i%len(order)]]
 			sent := time.Now()
 			lag[i] = sent.Sub(sched)
@@ -688,12 +635,12 @@ func BenchmarkWebhookLoad(b *testing.B) {
 		finalMem, _ := procmem.Read(pid)
 
 		// Report.
-		all := percentiles(lat, .5, .99, .999)
+		all := loadpods.Percentiles(lat, .5, .99, .999)
 		b.Logf("offered %d admissions at %d/s over %v (issued in %v, %.1f/s), mix %s; load average %s before, %s after",
 			n, rate, dur, issued.Round(time.Millisecond), float64(n)/issued.Seconds(), mixText, loadStart, loadEnd)
 		b.Logf("client latency (request sent to answer read): p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms",
-			all[0], all[1], all[2], percentiles(lat, 1)[0])
-		lagP := percentiles(lag, .5, .99, 1)
+			all[0], all[1], all[2], loadpods.Percentiles(lat, 1)[0])
+		lagP := loadpods.Percentiles(lag, .5, .99, 1)
 		b.Logf("issue lag (scheduled to sent): p50 %.2f ms, p99 %.2f ms, max %.2f ms", lagP[0], lagP[1], lagP[2])
 		for k, lc := range cases {
 			var ds []time.Duration
@@ -705,7 +652,7 @@ func BenchmarkWebhookLoad(b *testing.B) {
 			if len(ds) == 0 {
 				continue
 			}
-			p := percentiles(ds, .5, .99, .999)
+			p := loadpods.Percentiles(ds, .5, .99, .999)
 			b.Logf("  %-20s %6d requests: p50 %6.2f ms, p99 %6.2f ms, p99.9 %6.2f ms", lc.name, len(ds), p[0], p[1], p[2])
 		}
 		b.Logf("handler (sidesync_injector_admission_duration_seconds{webhook=\"mutate\"}, %d observations): p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms (interpolated in buckets); %.3f%% within 5 ms",
@@ -834,7 +781,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	api := httpsClient(caPEM)
+	api := loadpods.HTTPSClient(caPEM)
 	defer api.CloseIdleConnections()
 	query := "?dryRun=All"
 	if realCreates {
@@ -897,7 +844,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 		b.ResetTimer()
 		for k := range 2 * blocks {
 			ns := []string{selected, plain}[k%2]
-			openLoop(rate, perBlock, func(i int, _ time.Time) {
+			loadpods.OpenLoop(rate, perBlock, func(i int, _ time.Time) {
 				k := sizeOf(i)
 				took, err := create(ns, podSizes[k].Bytes)
 				if err != nil {
@@ -929,7 +876,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 		b.Logf("%s at %d/s, %d blocks of %v per namespace, alternating, mix %s; load average %s before, %s after", mode, rate, blocks, block, mixText, loadStart, loadEnd)
 		p := map[string][]float64{}
 		for _, ns := range []string{selected, plain} {
-			p[ns] = percentiles(lat[ns], .5, .9, .99, .999, 1)
+			p[ns] = loadpods.Percentiles(lat[ns], .5, .9, .99, .999, 1)
 			b.Logf("%-8s (webhook %s) %5d creates: p50 %6.2f ms, p90 %6.2f ms, p99 %6.2f ms, p99.9 %6.2f ms, max %6.2f ms",
 				ns, map[string]string{selected: "called", plain: "not called"}[ns], len(lat[ns]), p[ns][0], p[ns][1], p[ns][2], p[ns][3], p[ns][4])
 		}
@@ -937,7 +884,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 			if len(bySize[selected][j]) == 0 {
 				continue
 			}
-			ps, pp := percentiles(bySize[selected][j], .5, .99), percentiles(bySize[plain][j], .5, .99)
+			ps, pp := loadpods.Percentiles(bySize[selected][j], .5, .99), loadpods.Percentiles(bySize[plain][j], .5, .99)
 			b.Logf("  %-7s p50 %6.2f vs %6.2f ms (+%.2f), p99 %6.2f vs %6.2f ms (+%.2f)", s.Name, ps[0], pp[0], ps[0]-pp[0], ps[1], pp[1], ps[1]-pp[1])
 		}
 		diff99 := p[selected][2] - p[plain][2]

@@ -1,13 +1,22 @@
 // Package loadpods builds the pods and AdmissionReviews of the admission webhook's benchmarks
 // (cmd/sidesync-injector's load_test.go, and the side-by-side comparison with Istio's injector in
 // bench/istioinject): realistic pods of a Job or Deployment, padded to a size in bytes of JSON
-// with env vars of their apps, so that a benchmark's cost can be read per pod size.
+// with env vars of their apps, so that a benchmark's cost can be read per pod size; and what
+// those benchmarks share to offer them (OpenLoop, HTTPSClient) and to read the latencies
+// (Percentiles).
 package loadpods
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"math"
+	"net/http"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -182,4 +191,55 @@ func Review(uid, ns string, pod []byte) []byte {
 			Object: runtime.RawExtension{Raw: pod}, DryRun: &dry,
 			Options: runtime.RawExtension{Raw: []byte(`{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kube-controller-manager"}`)}},
 	})
+}
+
+// OpenLoop calls fire n times at rate per second, each call on its own goroutine at its
+// scheduled time (start + i/rate), whatever the calls before it take: a slow answer never
+// lowers the offered rate. A ticker wakes the loop; each wake-up issues every call that is due,
+// so a late wake-up catches up instead of dropping calls. It returns when every call has
+// returned, with how long the issuing took.
+func OpenLoop(rate, n int, fire func(i int, scheduled time.Time)) time.Duration {
+	interval := time.Second / time.Duration(rate)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < n; {
+		due := min(n, int(time.Since(start)/interval)+1)
+		for ; i < due; i++ {
+			j, sched := i, start.Add(time.Duration(i)*interval)
+			wg.Go(func() { fire(j, sched) })
+		}
+		if i < n {
+			<-tick.C
+		}
+	}
+	issued := time.Since(start)
+	wg.Wait()
+	return issued
+}
+
+// Percentiles of ds, in milliseconds.
+func Percentiles(ds []time.Duration, qs ...float64) []float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	out := make([]float64, len(qs))
+	for i, q := range qs {
+		if len(s) == 0 {
+			out[i] = math.NaN()
+			continue
+		}
+		k := min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)
+		out[i] = float64(s[max(k, 0)]) / 1e6
+	}
+	return out
+}
+
+// HTTPSClient trusts caPEM and speaks HTTP/2 when the server does, as the API server's webhook
+// client does: one connection, many streams.
+func HTTPSClient(caPEM []byte) *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 64, IdleConnTimeout: 5 * time.Minute}}
 }
