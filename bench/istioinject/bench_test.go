@@ -12,8 +12,9 @@ import (
 	"github.com/sidesync/sidesync/internal/testing/loadpods"
 )
 
-// injectors builds the two injectors, their log lines written to /dev/null.
-func injectors(tb testing.TB) []Injector {
+// injectors builds the two injectors, their log lines written to /dev/null, and returns Istio's
+// for its webhook configuration.
+func injectors(tb testing.TB) ([]Injector, *Istio) {
 	tb.Helper()
 	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -28,7 +29,7 @@ func injectors(tb testing.TB) []Injector {
 	return []Injector{
 		{Name: "sidesync", Handler: Sidesync(devnull), Path: admission.MutatePath, Mutated: SidesyncMutated},
 		{Name: "istio", Handler: istio.Handler, Path: "/inject", Mutated: IstioMutated},
-	}
+	}, istio
 }
 
 // BenchmarkAdmission is one admission of each shape's pod by each injector, in-process, on the
@@ -36,7 +37,7 @@ func injectors(tb testing.TB) []Injector {
 // and system CPU, getrusage, over the loop: with the garbage collector's work on the other core),
 // B/op, allocs/op, and the answer's patch in bytes and operations.
 func BenchmarkAdmission(b *testing.B) {
-	ins := injectors(b)
+	ins, _ := injectors(b)
 	b.Logf("load average %s", Loadavg())
 	defer func() { b.Logf("load average %s", Loadavg()) }()
 	for _, s := range Shapes {
