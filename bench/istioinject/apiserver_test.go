@@ -12,7 +12,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +30,7 @@ import (
 const (
 	envAPIRate   = "SIDESYNC_ISTIO_API_RATE"   // pod creates per second (default 50)
 	envAPIRounds = "SIDESYNC_ISTIO_API_ROUNDS" // 5 s blocks per namespace and shape (default 2)
+	envAPISizes  = "SIDESYNC_ISTIO_API_SIZES"  // the sizes run, "1KiB,16KiB" (default: every size of Shapes)
 )
 
 // The namespaces: each create is seen by one webhook, or none. Every namespace carries Istio's
@@ -49,6 +52,13 @@ const (
 func BenchmarkThroughAPIServer(b *testing.B) {
 	rate := envInt(b, envAPIRate, 50)
 	rounds := envInt(b, envAPIRounds, 2)
+	if sizes := os.Getenv(envAPISizes); sizes != "" {
+		for _, name := range strings.Split(sizes, ",") {
+			if !slices.ContainsFunc(Shapes, func(s Shape) bool { return s.Size.Name == name }) {
+				b.Fatalf("%s=%q: %q is not a size of Shapes (1KiB, 16KiB, 64KiB)", envAPISizes, sizes, name)
+			}
+		}
+	}
 	c := kubetest.Start(b)
 	ins, istio := injectors(b)
 	for _, in := range ins {
@@ -132,8 +142,11 @@ func BenchmarkThroughAPIServer(b *testing.B) {
 	const block = 5 * time.Second
 	perBlock := int(float64(rate) * block.Seconds())
 	for range b.N {
-		b.Logf("dry-run creates at %d/s, per shape %d rounds of a 5 s block in each namespace", rate, rounds)
+		b.Logf("dry-run creates at %d/s, per shape %d rounds of a 5 s block in each namespace; sizes %q", rate, rounds, os.Getenv(envAPISizes))
 		for _, s := range Shapes {
+			if sizes := os.Getenv(envAPISizes); sizes != "" && !slices.Contains(strings.Split(sizes, ","), s.Size.Name) {
+				continue
+			}
 			lat := map[string][]time.Duration{}
 			errs := map[string][]error{}
 			var mu sync.Mutex
