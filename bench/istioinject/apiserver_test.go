@@ -151,6 +151,7 @@ func BenchmarkThroughAPIServer(b *testing.B) {
 			errs := map[string][]error{}
 			var mu sync.Mutex
 			before := Loadavg()
+			callsBefore := webhookCalls(b, api, c)
 			for range rounds {
 				for _, ns := range namespaces {
 					loadpods.OpenLoop(rate, perBlock, func(int, time.Time) {
@@ -165,6 +166,10 @@ func BenchmarkThroughAPIServer(b *testing.B) {
 					})
 				}
 			}
+			calls := webhookCalls(b, api, c)
+			for name, n := range callsBefore {
+				calls[name] -= n
+			}
 			p := map[string][]float64{}
 			for _, ns := range namespaces {
 				p[ns] = loadpods.Percentiles(lat[ns], .5, .99)
@@ -174,6 +179,7 @@ func BenchmarkThroughAPIServer(b *testing.B) {
 				b.Logf("%-10s %-8s p50 %6.2f p99 %6.2f ms (%d creates, %d errors): share p50 %+6.2f p99 %+6.2f ms",
 					s, ns, p[ns][0], p[ns][1], len(lat[ns]), len(errs[ns]), p[ns][0]-p[nsPlain][0], p[ns][1]-p[nsPlain][1])
 			}
+			b.Logf("%-10s the API server's calls to each webhook (apiserver_admission_webhook_admission_duration_seconds_count): %v", s, calls)
 			for _, ns := range namespaces {
 				if len(errs[ns]) > 0 {
 					b.Errorf("%s in %s: %d errors; the first: %v", s, ns, len(errs[ns]), errs[ns][0])
@@ -183,6 +189,38 @@ func BenchmarkThroughAPIServer(b *testing.B) {
 			b.ReportMetric(p[nsIstio][1]-p[nsPlain][1], s.String()+"-istio-p99-share-ms")
 		}
 	}
+}
+
+// webhookCalls is the API server's count of its calls to each mutating webhook, by name.
+func webhookCalls(b *testing.B, api *http.Client, c *kubetest.Cluster) map[string]int {
+	b.Helper()
+	req, err := http.NewRequest("GET", c.URL+"/metrics", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.AdminToken)
+	resp, err := api.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls := map[string]int{}
+	const family = "apiserver_admission_webhook_admission_duration_seconds_count{"
+	for line := range strings.Lines(string(data)) {
+		labels, value, ok := strings.Cut(strings.TrimPrefix(line, family), "} ")
+		if !ok || !strings.HasPrefix(line, family) || !strings.Contains(labels, `type="admit"`) {
+			continue
+		}
+		_, name, _ := strings.Cut(labels, `name="`)
+		name, _, _ = strings.Cut(name, `"`)
+		n, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		calls[name] += int(n)
+	}
+	return calls
 }
 
 // istioWebhook is Istio's rendered MutatingWebhookConfiguration w with each webhook's
