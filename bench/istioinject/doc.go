@@ -7,6 +7,6 @@
 // ../..), so that the main module's go.mod never gains Istio and `go test ./...` at the root,
 // which stops at a nested module, never builds it (minutes of CPU). Run it from this directory:
 //
-//	go test -run '^$' -bench . -benchtime 2000x -count 1 .
-//	SIDESYNC_KUBE_BIN=/root/.cache/sidesync-ci/kube SIDESYNC_KUBE_REQUIRED=1 go test -v -run TestThroughAPIServer -count 1 -timeout 30m .
+//	go test -v -run '^$' -bench BenchmarkAdmission -benchtime 300x -count 1 .
+//	SIDESYNC_KUBE_BIN=/root/.cache/sidesync-ci/kube SIDESYNC_KUBE_REQUIRED=1 go test -v -run '^$' -bench BenchmarkThroughAPIServer -benchtime 1x -count 1 -timeout 30m .
 package istioinject
