@@ -6,8 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,10 +29,6 @@ import (
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -43,6 +37,7 @@ import (
 	"github.com/sidesync/sidesync/internal/cluster/inject"
 	"github.com/sidesync/sidesync/internal/shared/contract"
 	"github.com/sidesync/sidesync/internal/testing/kubetest"
+	"github.com/sidesync/sidesync/internal/testing/loadpods"
 	"github.com/sidesync/sidesync/internal/testing/procmem"
 )
 
@@ -82,7 +77,7 @@ func loadMix(b *testing.B) (order []int, text string) {
 	for part := range strings.SplitSeq(text, ",") {
 		name, w, _ := strings.Cut(part, ":")
 		weight, err := strconv.Atoi(w)
-		k := slices.IndexFunc(podSizes, func(s podSize) bool { return s.name == name })
+		k := slices.IndexFunc(podSizes, func(s loadpods.Size) bool { return s.Name == name })
 		if err != nil || weight < 0 || k < 0 {
 			b.Fatalf("%s=%q: want SIZE:WEIGHT,... with sizes 1KiB, 16KiB, 256KiB", envLoadMix, text)
 		}
@@ -130,111 +125,10 @@ func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
 	return d
 }
 
-// The pods. Realistic for a Job or Deployment in a mesh: a web app and a worker (each with a
-// command, args, ports, env, resources, probes, mounts), Istio's init container and sidecar as
-// its injector leaves them, and the padding in env vars of the two apps.
-
-// podSizes are the pods' sizes in bytes of JSON (the 1 KiB pod has one app and a lean sidecar:
-// a full Istio-injected pod is over 1 KiB without any padding).
-var podSizes = []podSize{{"1KiB", 1 << 10}, {"16KiB", 16 << 10}, {"256KiB", 256 << 10}}
-
-type podSize struct {
-	name string
-	size int
-}
-
-// loadPod is a Pod of about size bytes of JSON in namespace ns (empty: none written).
-func loadPod(name, ns string, size int) map[string]any {
-	meta := map[string]any{"name": name, "labels": map[string]any{"app": "orders", "version": "v7",
-		"security.istio.io/tlsMode": "istio", "service.istio.io/canonical-name": "orders"},
-		"annotations": map[string]any{"sidecar.istio.io/status": `{"initContainers":["istio-init"],"containers":["istio-proxy"],"volumes":["istio-envoy"]}`}}
-	if ns != "" {
-		meta["namespace"] = ns
-	}
-	app := map[string]any{"name": "app", "image": "registry.example.com/orders/api:7.4.1",
-		"command": []any{"/app/orders-api"}, "args": []any{"--listen=:8080", "--db=postgres://db:5432/orders"},
-		"ports": []any{map[string]any{"containerPort": 8080, "name": "http"}},
-		"env":   []any{map[string]any{"name": "LOG_LEVEL", "value": "info"}}}
-	proxy := map[string]any{"name": "istio-proxy", "image": "docker.io/istio/proxyv2:1.28.0",
-		"args":  []any{"proxy", "sidecar", "--domain", "$(POD_NAMESPACE).svc.cluster.local"},
-		"ports": []any{map[string]any{"containerPort": 15090, "name": "http-envoy-prom"}}}
-	containers := []any{app, proxy}
-	var initContainers []any
-	var volumes []any
-	if size > 2<<10 {
-		app["resources"] = map[string]any{"requests": map[string]any{"cpu": "250m", "memory": "256Mi"}, "limits": map[string]any{"memory": "512Mi"}}
-		app["readinessProbe"] = map[string]any{"httpGet": map[string]any{"path": "/healthz", "port": 8080}, "periodSeconds": 5}
-		app["volumeMounts"] = []any{map[string]any{"name": "config", "mountPath": "/etc/orders"}}
-		worker := map[string]any{"name": "worker", "image": "registry.example.com/orders/worker:7.4.1",
-			"command": []any{"/app/orders-worker", "--queue=orders"}, "env": []any{map[string]any{"name": "LOG_LEVEL", "value": "info"}},
-			"resources":    map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
-			"volumeMounts": []any{map[string]any{"name": "config", "mountPath": "/etc/orders"}}}
-		containers = []any{app, worker, proxy}
-		proxy["env"] = []any{
-			map[string]any{"name": "PILOT_CERT_PROVIDER", "value": "istiod"},
-			map[string]any{"name": "CA_ADDR", "value": "istiod.istio-system.svc:15012"},
-			map[string]any{"name": "POD_NAME", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.name"}}},
-			map[string]any{"name": "POD_NAMESPACE", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "metadata.namespace"}}},
-			map[string]any{"name": "ISTIO_META_APP_CONTAINERS", "value": "app,worker"},
-		}
-		proxy["readinessProbe"] = map[string]any{"httpGet": map[string]any{"path": "/healthz/ready", "port": 15021}, "periodSeconds": 15}
-		proxy["resources"] = map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"cpu": "2", "memory": "1Gi"}}
-		proxy["securityContext"] = map[string]any{"runAsUser": 1337, "runAsGroup": 1337, "runAsNonRoot": true, "readOnlyRootFilesystem": true}
-		proxy["volumeMounts"] = []any{map[string]any{"name": "istio-envoy", "mountPath": "/etc/istio/proxy"}}
-		initContainers = []any{map[string]any{"name": "istio-init", "image": "docker.io/istio/proxyv2:1.28.0",
-			"args":            []any{"istio-iptables", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-b", "*"},
-			"securityContext": map[string]any{"capabilities": map[string]any{"add": []any{"NET_ADMIN", "NET_RAW"}, "drop": []any{"ALL"}}}}}
-		volumes = []any{map[string]any{"name": "istio-envoy", "emptyDir": map[string]any{"medium": "Memory"}},
-			map[string]any{"name": "config", "configMap": map[string]any{"name": "orders"}}}
-	}
-	spec := map[string]any{"restartPolicy": "Never", "containers": containers, "serviceAccountName": "default"}
-	if initContainers != nil {
-		spec["initContainers"] = initContainers
-		spec["volumes"] = volumes
-	}
-	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
-	// Padding: env vars of the apps, in turn, each about 100 bytes of JSON.
-	apps := []map[string]any{app}
-	if len(containers) == 3 {
-		apps = append(apps, containers[1].(map[string]any))
-	}
-	value := strings.Repeat("0123456789abcdef", 5)[:72]
-	pad := func(i int) {
-		c := apps[i%len(apps)]
-		c["env"] = append(c["env"].([]any), map[string]any{"name": fmt.Sprintf("FEATURE_%05d", i), "value": value})
-	}
-	have := len(mustJSONB(pod))
-	per := len(mustJSONB(map[string]any{"name": "FEATURE_00000", "value": value})) + 1
-	i := 0
-	for ; have+(i+1)*per <= size; i++ {
-		pad(i)
-	}
-	return pod
-}
-
-func mustJSONB(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// reviewOf is the AdmissionReview the API server sends for the creation of pod in ns.
-func reviewOf(uid, ns string, pod []byte) []byte {
-	podGVK := metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	podGVR := metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
-	dry := false
-	return mustJSONB(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: types.UID(uid), Kind: podGVK, Resource: podGVR,
-			RequestKind: &podGVK, RequestResource: &podGVR, Namespace: ns, Operation: admissionv1.Create,
-			UserInfo: authenticationv1.UserInfo{Username: "system:serviceaccount:kube-system:job-controller",
-				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}},
-			Object: runtime.RawExtension{Raw: pod}, DryRun: &dry,
-			Options: runtime.RawExtension{Raw: []byte(`{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kube-controller-manager"}`)}},
-	})
-}
+// podSizes are the pods' sizes (internal/testing/loadpods' Meshed pods: a web app and a worker,
+// Istio's init container and sidecar as its injector leaves them; the 1 KiB pod has one app and
+// a lean sidecar).
+var podSizes = []loadpods.Size{loadpods.KiB1, loadpods.KiB16, loadpods.KiB256}
 
 // loadCase is one kind of request: a pod's size, first invocation or re-invocation.
 type loadCase struct {
@@ -254,37 +148,37 @@ func loadCases(b *testing.B, ns string, answer answerFunc) []loadCase {
 	b.Helper()
 	var cases []loadCase
 	for _, s := range podSizes {
-		pod := mustJSONB(loadPod("orders-"+s.name, ns, s.size))
-		first, err := answer(reviewOf("first-"+s.name, ns, pod))
+		pod := loadpods.JSON(loadpods.Meshed("orders-"+s.Name, ns, s.Bytes))
+		first, err := answer(loadpods.Review("first-"+s.Name, ns, pod))
 		if err != nil {
-			b.Fatalf("%s: %v", s.name, err)
+			b.Fatalf("%s: %v", s.Name, err)
 		}
 		r := first.Response
 		if r == nil || !r.Allowed || len(r.Patch) == 0 || r.PatchType == nil || *r.PatchType != admissionv1.PatchTypeJSONPatch {
-			b.Fatalf("%s: the first invocation is not a JSON Patch: %s", s.name, mustJSONB(first))
+			b.Fatalf("%s: the first invocation is not a JSON Patch: %s", s.Name, loadpods.JSON(first))
 		}
 		patch, err := jsonpatch.DecodePatch(r.Patch)
 		if err != nil {
-			b.Fatalf("%s: the patch: %v", s.name, err)
+			b.Fatalf("%s: the patch: %v", s.Name, err)
 		}
 		wrapped, err := patch.Apply(pod)
 		if err != nil {
-			b.Fatalf("%s: applying the patch: %v", s.name, err)
+			b.Fatalf("%s: applying the patch: %v", s.Name, err)
 		}
 		if !bytes.Contains(wrapped, []byte(contract.InjectedAnnotation)) {
-			b.Fatalf("%s: the patched pod has no %s annotation", s.name, contract.InjectedAnnotation)
+			b.Fatalf("%s: the patched pod has no %s annotation", s.Name, contract.InjectedAnnotation)
 		}
-		again := reviewOf("again-"+s.name, ns, wrapped)
+		again := loadpods.Review("again-"+s.Name, ns, wrapped)
 		second, err := answer(again)
 		if err != nil {
-			b.Fatalf("%s, re-invocation: %v", s.name, err)
+			b.Fatalf("%s, re-invocation: %v", s.Name, err)
 		}
 		if second.Response == nil || !second.Response.Allowed || len(second.Response.Patch) != 0 {
-			b.Fatalf("%s: a re-invocation on the wrapped pod answered a patch: %s", s.name, mustJSONB(second.Response))
+			b.Fatalf("%s: a re-invocation on the wrapped pod answered a patch: %s", s.Name, loadpods.JSON(second.Response))
 		}
 		cases = append(cases,
-			loadCase{name: s.name + "/first", pod: len(pod), body: reviewOf("load-first-"+s.name, ns, pod)},
-			loadCase{name: s.name + "/re-invocation", reinvocation: true, pod: len(wrapped), body: again})
+			loadCase{name: s.Name + "/first", pod: len(pod), body: loadpods.Review("load-first-"+s.Name, ns, pod)},
+			loadCase{name: s.Name + "/re-invocation", reinvocation: true, pod: len(wrapped), body: again})
 	}
 	return cases
 }
@@ -421,15 +315,6 @@ func (p *injectorProcess) waitReady(b testing.TB) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling a condition, bounded by deadline
 	}
-}
-
-// httpsClient trusts caPEM and speaks HTTP/2 when the server does, as the API server's webhook
-// client does: one connection, many streams.
-func httpsClient(caPEM []byte) *http.Client {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 64, IdleConnTimeout: 5 * time.Minute}}
 }
 
 func postReview(client *http.Client, url string, body []byte) (*admissionv1.AdmissionReview, error) {
@@ -609,48 +494,6 @@ func apiserverWebhookHistogram(client *http.Client, c *kubetest.Cluster) (histog
 		map[string]string{"name": admission.NamespaceWebhook, "type": "admit"}), nil
 }
 
-// openLoop calls fire n times at rate per second, each call on its own goroutine at its
-// scheduled time (start + i/rate), whatever the calls before it take: a slow answer never
-// lowers the offered rate. A ticker wakes the loop; each wake-up issues every call that is due,
-// so a late wake-up catches up instead of dropping calls. It returns when every call has
-// returned, with how long the issuing took.
-func openLoop(rate, n int, fire func(i int, scheduled time.Time)) time.Duration {
-	interval := time.Second / time.Duration(rate)
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := 0; i < n; {
-		due := min(n, int(time.Since(start)/interval)+1)
-		for ; i < due; i++ {
-			j, sched := i, start.Add(time.Duration(i)*interval)
-			wg.Go(func() { fire(j, sched) })
-		}
-		if i < n {
-			<-tick.C
-		}
-	}
-	issued := time.Since(start)
-	wg.Wait()
-	return issued
-}
-
-// percentiles of ds, in milliseconds.
-func percentiles(ds []time.Duration, qs ...float64) []float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	out := make([]float64, len(qs))
-	for i, q := range qs {
-		if len(s) == 0 {
-			out[i] = math.NaN()
-			continue
-		}
-		k := min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)
-		out[i] = float64(s[max(k, 0)]) / 1e6
-	}
-	return out
-}
-
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
@@ -677,7 +520,7 @@ func BenchmarkWebhookLoad(b *testing.B) {
 	c.CreateNamespaceLabelled(b, "load", map[string]string{admission.InjectLabel: admission.Enabled})
 	in := startInjectorProcess(b, buildInjector(b), ca, kc)
 	in.waitReady(b)
-	client := httpsClient(ca.PEM)
+	client := loadpods.HTTPSClient(ca.PEM)
 	defer client.CloseIdleConnections()
 	url := "https://" + in.webhook + admission.MutatePath + "?timeout=10s"
 	answer := func(body []byte) (*admissionv1.AdmissionReview, error) { return postReview(client, url, body) }
@@ -730,7 +573,7 @@ func BenchmarkWebhookLoad(b *testing.B) {
 		}()
 		loadStart := loadavg()
 		b.ResetTimer()
-		issued := openLoop(rate, n, func(i int, sched time.Time) {
+		issued := loadpods.OpenLoop(rate, n, func(i int, sched time.Time) {
 			lc := cases[order[i%len(order)]]
 			sent := time.Now()
 			lag[i] = sent.Sub(sched)
@@ -740,7 +583,7 @@ func BenchmarkWebhookLoad(b *testing.B) {
 			case err != nil:
 				fail(fmt.Errorf("%s: %w", lc.name, err))
 			case out.Response == nil || !out.Response.Allowed:
-				fail(fmt.Errorf("%s: not allowed: %s", lc.name, mustJSONB(out)))
+				fail(fmt.Errorf("%s: not allowed: %s", lc.name, loadpods.JSON(out)))
 			case lc.reinvocation && len(out.Response.Patch) != 0:
 				patchedAgain.Add(1)
 				fail(fmt.Errorf("%s: a re-invocation answered a patch: %s", lc.name, out.Response.Patch))
@@ -792,12 +635,12 @@ func BenchmarkWebhookLoad(b *testing.B) {
 		finalMem, _ := procmem.Read(pid)
 
 		// Report.
-		all := percentiles(lat, .5, .99, .999)
+		all := loadpods.Percentiles(lat, .5, .99, .999)
 		b.Logf("offered %d admissions at %d/s over %v (issued in %v, %.1f/s), mix %s; load average %s before, %s after",
 			n, rate, dur, issued.Round(time.Millisecond), float64(n)/issued.Seconds(), mixText, loadStart, loadEnd)
 		b.Logf("client latency (request sent to answer read): p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms",
-			all[0], all[1], all[2], percentiles(lat, 1)[0])
-		lagP := percentiles(lag, .5, .99, 1)
+			all[0], all[1], all[2], loadpods.Percentiles(lat, 1)[0])
+		lagP := loadpods.Percentiles(lag, .5, .99, 1)
 		b.Logf("issue lag (scheduled to sent): p50 %.2f ms, p99 %.2f ms, max %.2f ms", lagP[0], lagP[1], lagP[2])
 		for k, lc := range cases {
 			var ds []time.Duration
@@ -809,7 +652,7 @@ func BenchmarkWebhookLoad(b *testing.B) {
 			if len(ds) == 0 {
 				continue
 			}
-			p := percentiles(ds, .5, .99, .999)
+			p := loadpods.Percentiles(ds, .5, .99, .999)
 			b.Logf("  %-20s %6d requests: p50 %6.2f ms, p99 %6.2f ms, p99.9 %6.2f ms", lc.name, len(ds), p[0], p[1], p[2])
 		}
 		b.Logf("handler (sidesync_injector_admission_duration_seconds{webhook=\"mutate\"}, %d observations): p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms (interpolated in buckets); %.3f%% within 5 ms",
@@ -938,7 +781,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	api := httpsClient(caPEM)
+	api := loadpods.HTTPSClient(caPEM)
 	defer api.CloseIdleConnections()
 	query := "?dryRun=All"
 	if realCreates {
@@ -947,7 +790,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 	var seq atomic.Int64
 	create := func(ns string, size int) (time.Duration, error) {
 		name := fmt.Sprintf("load-%d", seq.Add(1))
-		body := mustJSONB(loadPod(name, "", size))
+		body := loadpods.JSON(loadpods.Meshed(name, "", size))
 		req, err := http.NewRequest("POST", c.URL+"/api/v1/namespaces/"+ns+"/pods"+query, bytes.NewReader(body))
 		if err != nil {
 			return 0, err
@@ -977,7 +820,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 	sizeOf := func(i int) int { return order[i%len(order)] / 2 } // an index in podSizes
 	// Warm up both paths.
 	for i := range 60 {
-		if _, err := create([]string{selected, plain}[i%2], podSizes[sizeOf(i)].size); err != nil {
+		if _, err := create([]string{selected, plain}[i%2], podSizes[sizeOf(i)].Bytes); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -1001,9 +844,9 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 		b.ResetTimer()
 		for k := range 2 * blocks {
 			ns := []string{selected, plain}[k%2]
-			openLoop(rate, perBlock, func(i int, _ time.Time) {
+			loadpods.OpenLoop(rate, perBlock, func(i int, _ time.Time) {
 				k := sizeOf(i)
-				took, err := create(ns, podSizes[k].size)
+				took, err := create(ns, podSizes[k].Bytes)
 				if err != nil {
 					errs.add(err)
 					return
@@ -1033,7 +876,7 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 		b.Logf("%s at %d/s, %d blocks of %v per namespace, alternating, mix %s; load average %s before, %s after", mode, rate, blocks, block, mixText, loadStart, loadEnd)
 		p := map[string][]float64{}
 		for _, ns := range []string{selected, plain} {
-			p[ns] = percentiles(lat[ns], .5, .9, .99, .999, 1)
+			p[ns] = loadpods.Percentiles(lat[ns], .5, .9, .99, .999, 1)
 			b.Logf("%-8s (webhook %s) %5d creates: p50 %6.2f ms, p90 %6.2f ms, p99 %6.2f ms, p99.9 %6.2f ms, max %6.2f ms",
 				ns, map[string]string{selected: "called", plain: "not called"}[ns], len(lat[ns]), p[ns][0], p[ns][1], p[ns][2], p[ns][3], p[ns][4])
 		}
@@ -1041,8 +884,8 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 			if len(bySize[selected][j]) == 0 {
 				continue
 			}
-			ps, pp := percentiles(bySize[selected][j], .5, .99), percentiles(bySize[plain][j], .5, .99)
-			b.Logf("  %-7s p50 %6.2f vs %6.2f ms (+%.2f), p99 %6.2f vs %6.2f ms (+%.2f)", s.name, ps[0], pp[0], ps[0]-pp[0], ps[1], pp[1], ps[1]-pp[1])
+			ps, pp := loadpods.Percentiles(bySize[selected][j], .5, .99), loadpods.Percentiles(bySize[plain][j], .5, .99)
+			b.Logf("  %-7s p50 %6.2f vs %6.2f ms (+%.2f), p99 %6.2f vs %6.2f ms (+%.2f)", s.Name, ps[0], pp[0], ps[0]-pp[0], ps[1], pp[1], ps[1]-pp[1])
 		}
 		diff99 := p[selected][2] - p[plain][2]
 		b.Logf("the webhook's share: p50 +%.2f ms, p99 +%.2f ms; handler p50 %.2f ms, p99 %.2f ms over %d calls",

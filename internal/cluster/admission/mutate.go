@@ -73,13 +73,18 @@ type Result struct {
 // Mutate answers one AdmissionRequest for a pod. It never fails: a request it cannot read is
 // answered with an error status (the API server then applies the webhook's failurePolicy).
 func (m *Mutator) Mutate(ctx context.Context, req *admissionv1.AdmissionRequest) Result {
+	return m.mutate(ctx, req, nil)
+}
+
+// mutate is Mutate with the request's object already decoded (nil: decode req.Object.Raw).
+func (m *Mutator) mutate(ctx context.Context, req *admissionv1.AdmissionRequest, obj map[string]any) Result {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	res := Result{Response: resp, Outcome: Unchanged}
 	if req.Kind.Kind != "Pod" || req.Kind.Group != "" || req.Operation != admissionv1.Create || req.SubResource != "" {
 		res.Message = fmt.Sprintf("%s %s/%s: not a pod's creation", req.Operation, req.Kind.Kind, req.SubResource)
 		return res
 	}
-	pod, err := decodePod(req.Object.Raw)
+	pod, err := decodePod(req.Object.Raw, obj)
 	if err != nil {
 		resp.Allowed = false
 		resp.Result = &metav1.Status{Status: metav1.StatusFailure, Code: 400, Message: "sidesync: " + err.Error()}
@@ -259,10 +264,12 @@ type podInfo struct {
 	owners         []metav1.OwnerReference
 }
 
-func decodePod(raw []byte) (*podInfo, error) {
-	obj, err := manifest.DecodeJSONObject(raw)
-	if err != nil {
-		return nil, err
+func decodePod(raw []byte, obj map[string]any) (*podInfo, error) {
+	if obj == nil {
+		var err error
+		if obj, err = manifest.DecodeJSONObject(raw); err != nil {
+			return nil, err
+		}
 	}
 	meta, _ := obj["metadata"].(map[string]any)
 	spec, _ := obj["spec"].(map[string]any)

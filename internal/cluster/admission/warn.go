@@ -33,17 +33,24 @@ type Warner struct {
 }
 
 // Warn answers one request. It never denies.
-func (w *Warner) Warn(_ context.Context, req *admissionv1.AdmissionRequest) Result {
+func (w *Warner) Warn(ctx context.Context, req *admissionv1.AdmissionRequest) Result {
+	return w.warn(ctx, req, nil)
+}
+
+// warn is Warn with the request's object already decoded (nil: decode req.Object.Raw).
+func (w *Warner) warn(_ context.Context, req *admissionv1.AdmissionRequest, obj map[string]any) Result {
 	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	res := Result{Response: resp, Outcome: Unchanged}
 	if req.Kind.Group != "batch" || (req.Kind.Kind != "Job" && req.Kind.Kind != "CronJob") {
 		res.Message = "not a Job or CronJob"
 		return res
 	}
-	obj, err := manifest.DecodeJSONObject(req.Object.Raw)
-	if err != nil {
-		res.Outcome, res.Message = Errored, err.Error()
-		return res
+	if obj == nil {
+		var err error
+		if obj, err = manifest.DecodeJSONObject(req.Object.Raw); err != nil {
+			res.Outcome, res.Message = Errored, err.Error()
+			return res
+		}
 	}
 	tm := manifest.TypeMeta{APIVersion: "batch/" + req.Kind.Version, Kind: req.Kind.Kind}
 	res.Name = manifest.Name(obj, tm)
