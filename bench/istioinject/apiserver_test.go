@@ -3,7 +3,6 @@
 package istioinject
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -88,26 +87,9 @@ func BenchmarkThroughAPIServer(b *testing.B) {
 	var seq atomic.Int64
 	create := func(ns string, s Shape) (time.Duration, error) {
 		body := s.Pod(fmt.Sprintf("orders-%d", seq.Add(1)), "")
-		req, err := http.NewRequest("POST", c.URL+"/api/v1/namespaces/"+ns+"/pods?dryRun=All", bytes.NewReader(body))
+		took, data, err := loadpods.Create(api, c.URL, c.AdminToken, ns, "?dryRun=All", body)
 		if err != nil {
 			return 0, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Authorization", "Bearer "+c.AdminToken)
-		start := time.Now()
-		resp, err := api.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		took := time.Since(start)
-		if err != nil {
-			return 0, err
-		}
-		if resp.StatusCode != http.StatusCreated {
-			return 0, fmt.Errorf("%s: %d %.300s", ns, resp.StatusCode, data)
 		}
 		if i, sd := IstioMutated(data), SidesyncMutated(data); i != (ns == nsIstio) || sd != (ns == nsSidesync) {
 			var pod struct {

@@ -137,13 +137,13 @@ func writeKrew(dist, version, licenseFile string, platforms []platform) ([]strin
 	var paths []string
 	for i, p := range platforms {
 		path := filepath.Join(dist, p.archive())
-		if err := writeFile(path, archives[i]); err != nil {
+		if err := chart.WriteFile(path, archives[i]); err != nil {
 			return paths, err
 		}
 		paths = append(paths, path)
 	}
 	path := filepath.Join(dist, krewManifest)
-	if err := writeFile(path, manifest); err != nil {
+	if err := chart.WriteFile(path, manifest); err != nil {
 		return paths, err
 	}
 	return append(paths, path), nil
@@ -227,21 +227,4 @@ func krewManifestFor(version string, platforms []platform, archives [][]byte) ([
 		m.Spec.Platforms = append(m.Spec.Platforms, kp)
 	}
 	return yaml.Marshal(m)
-}
-
-// writeFile writes data to path through a temporary file beside it, renamed into place.
-func writeFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	err = errors.Join(err, tmp.Chmod(0o644), tmp.Close())
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return errors.Join(fmt.Errorf("writing %s: %w", path, err), os.Remove(tmp.Name()))
-	}
-	return nil
 }

@@ -324,41 +324,53 @@ func TestWebhookDown(t *testing.T) {
 func TestCertificateSwap(t *testing.T) {
 	c, in, ca := webhookCluster(t)
 	c.CreateNamespaceLabelled(t, "selected", map[string]string{admission.InjectLabel: admission.Enabled})
-	var failed, done atomic.Int64
-	stop := make(chan struct{})
+	adm := admitWithoutPause(t, c, 4, "the swap")
+	for range 5 {
+		before := adm.done.Load()
+		ca.issue(t)
+		for adm.done.Load() < before+20 { // the swap is seen under traffic: wait for 20 admissions after it
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	adm.stop()
+	t.Logf("%d admissions across 5 certificate swaps, %d failed", adm.done.Load(), adm.failed.Load())
+	if n := certSerial(t, in.webhook); n != ca.n {
+		t.Errorf("the injector serves certificate %d, want the last issued, %d", n, ca.n)
+	}
+}
+
+// admissions are pods created in the namespace "selected" without pause by several workers,
+// each checked to come back wrapped, until stop.
+type admissions struct {
+	failed, done atomic.Int64
+	stop         func()
+}
+
+// admitWithoutPause starts workers that create pods in "selected" (dry run) until stop; an
+// admission that fails or comes back unwrapped is an error of t that names during.
+func admitWithoutPause(t *testing.T, c *kubetest.Cluster, workers int, during string) *admissions {
+	a := &admissions{}
+	quit := make(chan struct{})
 	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for w := range workers {
+		wg.Go(func() {
 			for i := 0; ; i++ {
 				select {
-				case <-stop:
+				case <-quit:
 					return
 				default:
 				}
 				r := c.Send(t, "POST", "/api/v1/namespaces/selected/pods?dryRun=All", pod(fmt.Sprintf("p-%d-%d", w, i), []string{"/app"}, nil, nil))
 				if r.Code != 201 || !strings.Contains(string(r.Body), contract.InjectedAnnotation) {
-					failed.Add(1)
-					t.Errorf("admission during the swap: %d %.300s", r.Code, r.Body)
+					a.failed.Add(1)
+					t.Errorf("admission during %s: %d %.300s", during, r.Code, r.Body)
 				}
-				done.Add(1)
+				a.done.Add(1)
 			}
-		}()
+		})
 	}
-	for range 5 {
-		before := done.Load()
-		ca.issue(t)
-		for done.Load() < before+20 { // the swap is seen under traffic: wait for 20 admissions after it
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	close(stop)
-	wg.Wait()
-	t.Logf("%d admissions across 5 certificate swaps, %d failed", done.Load(), failed.Load())
-	if n := certSerial(t, in.webhook); n != ca.n {
-		t.Errorf("the injector serves certificate %d, want the last issued, %d", n, ca.n)
-	}
+	a.stop = func() { close(quit); wg.Wait() }
+	return a
 }
 
 // withoutToken drops the service account token's volume and mounts (kube-api-access-*).

@@ -791,26 +791,9 @@ func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 	create := func(ns string, size int) (time.Duration, error) {
 		name := fmt.Sprintf("load-%d", seq.Add(1))
 		body := loadpods.JSON(loadpods.Meshed(name, "", size))
-		req, err := http.NewRequest("POST", c.URL+"/api/v1/namespaces/"+ns+"/pods"+query, bytes.NewReader(body))
+		took, data, err := loadpods.Create(api, c.URL, c.AdminToken, ns, query, body)
 		if err != nil {
 			return 0, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Authorization", "Bearer "+c.AdminToken)
-		start := time.Now()
-		resp, err := api.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		took := time.Since(start)
-		if err != nil {
-			return 0, err
-		}
-		if resp.StatusCode != 201 {
-			return 0, fmt.Errorf("%s: %d %.300s", ns, resp.StatusCode, data)
 		}
 		if wrapped := bytes.Contains(data, []byte(contract.InjectedAnnotation)); wrapped != (ns == selected) {
 			return 0, fmt.Errorf("%s: wrapped %v", ns, wrapped)

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,26 +163,7 @@ func TestSelfCertsOnAPIServer(t *testing.T) {
 // of its time, a renewed CA comes first with the old one kept, no admission fails, and both
 // injectors end serving the last certificate.
 func testRenewals(t *testing.T, c *kubetest.Cluster, ins []*injector) {
-	var failed, done atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 2 {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				r := c.Send(t, "POST", "/api/v1/namespaces/selected/pods?dryRun=All", pod(fmt.Sprintf("p-%d-%d", w, i), []string{"/app"}, nil, nil))
-				if r.Code != 201 || !strings.Contains(string(r.Body), contract.InjectedAnnotation) {
-					failed.Add(1)
-					t.Errorf("admission during the renewals: %d %.300s", r.Code, r.Body)
-				}
-				done.Add(1)
-			}
-		})
-	}
+	adm := admitWithoutPause(t, c, 2, "the renewals")
 	var (
 		leaf, firstCA      *x509.Certificate
 		renewals           int
@@ -225,13 +205,12 @@ func testRenewals(t *testing.T, c *kubetest.Cluster, ins []*injector) {
 			onNewCA = caRenewed && leaf.CheckSignatureFrom(cas[0]) == nil
 			return renewals >= 2 && onNewCA
 		})
-	close(stop)
-	wg.Wait()
+	adm.stop()
 	if err != nil {
 		t.Fatalf("%d renewals of the serving certificate, CA renewed %v, the certificate on the new CA %v: %v", renewals, caRenewed, onNewCA, err)
 	}
-	t.Logf("%d admissions across %d renewals of the serving certificate and one of the CA, %d failed", done.Load(), renewals, failed.Load())
-	if done.Load() == 0 {
+	t.Logf("%d admissions across %d renewals of the serving certificate and one of the CA, %d failed", adm.done.Load(), renewals, adm.failed.Load())
+	if adm.done.Load() == 0 {
 		t.Error("no admission ran across the renewals")
 	}
 	// Both serve the last certificate as soon as their watch has it, and say when it expires.

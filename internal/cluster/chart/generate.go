@@ -218,18 +218,26 @@ func templateOf(doc, cond string, objs []marked) ([]byte, error) {
 	if cond != "" {
 		fmt.Fprintf(&out, "{{- if %s }}\n", cond)
 	}
-	for _, m := range objs {
-		s, err := templateOne(m)
-		if err != nil {
-			return nil, fmt.Errorf("internal/cluster/admission's %T: %w: the generator needs to follow it", m.obj, err)
-		}
-		out.WriteString("---\n")
-		out.WriteString(s)
+	if err := writeObjects(&out, objs); err != nil {
+		return nil, err
 	}
 	if cond != "" {
 		out.WriteString("{{- end }}\n")
 	}
 	return out.Bytes(), nil
+}
+
+// writeObjects writes objs to out as YAML documents with Helm's actions where the markers were.
+func writeObjects(out *bytes.Buffer, objs []marked) error {
+	for _, m := range objs {
+		s, err := templateOne(m)
+		if err != nil {
+			return fmt.Errorf("the generator's %T: %w: the generator needs to follow it", m.obj, err)
+		}
+		out.WriteString("---\n")
+		out.WriteString(s)
+	}
+	return nil
 }
 
 func templateOne(m marked) (string, error) {

@@ -65,13 +65,8 @@ func certsTemplate() ([]byte, error) {
 	out.WriteString("# With tls.source self, what the injector needs to keep its certificates: its Secret, and the\n")
 	out.WriteString("# caBundle of the two webhook configurations. Nothing else.\n")
 	fmt.Fprintf(&out, "{{- if eq (include \"sidesync-injector.certSource\" .) %q }}\n", CertsSelf)
-	for _, m := range certObjects() {
-		s, err := templateOne(m)
-		if err != nil {
-			return nil, err
-		}
-		out.WriteString("---\n")
-		out.WriteString(s)
+	if err := writeObjects(&out, certObjects()); err != nil {
+		return nil, err
 	}
 	out.WriteString("{{- end }}\n")
 	return out.Bytes(), nil

@@ -82,13 +82,8 @@ func kubeVersionTemplate() ([]byte, error) {
 	out.WriteString("{{- end }}\n")
 	out.WriteString("# The injector dry-run creates a pod with an image volume in its own namespace at its start, and\n")
 	out.WriteString("# refuses to start when the API server drops the volume: this Role lets it, and no more.\n")
-	for _, m := range imageVolumeCheckObjects() {
-		s, err := templateOne(m)
-		if err != nil {
-			return nil, err
-		}
-		out.WriteString("---\n")
-		out.WriteString(s)
+	if err := writeObjects(&out, imageVolumeCheckObjects()); err != nil {
+		return nil, err
 	}
 	out.WriteString("{{- end }}\n")
 	return out.Bytes(), nil

@@ -170,13 +170,13 @@ func WritePackages(dir, version string) ([]string, error) {
 	var paths []string
 	for _, p := range pkgs {
 		path := filepath.Join(dir, p.File)
-		if err := writeFile(path, p.Data); err != nil {
+		if err := WriteFile(path, p.Data); err != nil {
 			return paths, err
 		}
 		paths = append(paths, path)
 	}
 	path := filepath.Join(dir, IndexFile)
-	if err := writeFile(path, index); err != nil {
+	if err := WriteFile(path, index); err != nil {
 		return paths, err
 	}
 	return append(paths, path), nil
@@ -217,8 +217,10 @@ type indexEntry struct {
 	URLs    []string  `json:"urls"`
 }
 
-// writeFile writes data to path through a temporary file beside it, renamed into place.
-func writeFile(path string, data []byte) error {
+// WriteFile writes data to path through a temporary file beside it, renamed into place: the one
+// way a release's files are written (the packaged charts, index.yaml, and sidesync-image's krew
+// archives and manifest), so that a reader never sees half a file.
+func WriteFile(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
 	if err != nil {
 		return err

@@ -7,10 +7,12 @@
 package loadpods
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -242,4 +244,32 @@ func HTTPSClient(caPEM []byte) *http.Client {
 	pool.AppendCertsFromPEM(caPEM)
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 64, IdleConnTimeout: 5 * time.Minute}}
+}
+
+// Create creates a pod (its JSON) through the API server at apiURL as token, with query added to
+// the path ("?dryRun=All" or ""), and returns the time from the request sent to the answer read,
+// and the pod the API server answered with. Any answer but 201 Created is an error naming ns.
+func Create(api *http.Client, apiURL, token, ns, query string, pod []byte) (time.Duration, []byte, error) {
+	req, err := http.NewRequest("POST", apiURL+"/api/v1/namespaces/"+ns+"/pods"+query, bytes.NewReader(pod))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	start := time.Now()
+	resp, err := api.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took := time.Since(start)
+	if err != nil {
+		return 0, nil, err
+	}
+	if resp.StatusCode != http.StatusCreated {
+		return 0, nil, fmt.Errorf("%s: %d %.300s", ns, resp.StatusCode, data)
+	}
+	return took, data, nil
 }
