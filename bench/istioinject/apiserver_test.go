@@ -49,8 +49,8 @@ const (
 // namespace's create latency and each webhook's share (its namespace's minus the plain one's),
 // and fails unless every create came back mutated by the webhook of its namespace and by no other.
 func BenchmarkThroughAPIServer(b *testing.B) {
-	rate := envInt(b, envAPIRate, 50)
-	rounds := envInt(b, envAPIRounds, 2)
+	rate := loadpods.EnvInt(b, envAPIRate, 50)
+	rounds := loadpods.EnvInt(b, envAPIRounds, 2)
 	if sizes := os.Getenv(envAPISizes); sizes != "" {
 		for _, name := range strings.Split(sizes, ",") {
 			if !slices.ContainsFunc(Shapes, func(s Shape) bool { return s.Size.Name == name }) {
@@ -215,17 +215,4 @@ func istioWebhook(w map[string]any, base string, caPEM []byte) map[string]any {
 		h.(map[string]any)["clientConfig"] = map[string]any{"url": base + path, "caBundle": base64.StdEncoding.EncodeToString(caPEM)}
 	}
 	return w
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	b.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }

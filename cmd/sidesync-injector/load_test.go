@@ -99,19 +99,6 @@ func loadEnabled(b *testing.B) {
 	}
 }
 
-func envInt(b *testing.B, name string, def int) int {
-	b.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
-
 func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
 	b.Helper()
 	v := os.Getenv(name)
@@ -510,7 +497,7 @@ func loadavg() string {
 // its goroutines and heap come back to where they were.
 func BenchmarkWebhookLoad(b *testing.B) {
 	loadEnabled(b)
-	rate := envInt(b, envLoadRate, 500)
+	rate := loadpods.EnvInt(b, envLoadRate, 500)
 	dur := envDuration(b, envLoadDuration, 60*time.Second)
 	order, mixText := loadMix(b)
 	c := kubetest.Start(b)
@@ -763,7 +750,7 @@ func registerWebhook(b testing.TB, c *kubetest.Cluster, addr string, caPEM []byt
 // reports the create latency of both and the difference: the webhook's share.
 func BenchmarkWebhookThroughAPIServer(b *testing.B) {
 	loadEnabled(b)
-	rate := envInt(b, envAPIRate, 50)
+	rate := loadpods.EnvInt(b, envAPIRate, 50)
 	dur := envDuration(b, envAPIDuration, 20*time.Second)
 	realCreates := os.Getenv(envAPIReal) == "1"
 	order, mixText := loadMix(b)

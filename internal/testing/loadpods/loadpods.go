@@ -15,9 +15,12 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -272,4 +275,19 @@ func Create(api *http.Client, apiURL, token, ns, query string, pod []byte) (time
 		return 0, nil, fmt.Errorf("%s: %d %.300s", ns, resp.StatusCode, data)
 	}
 	return took, data, nil
+}
+
+// EnvInt is the positive integer in the environment variable name (a benchmark's knob), or def
+// when it is unset; anything else fails b, naming the variable.
+func EnvInt(b testing.TB, name string, def int) int {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }
