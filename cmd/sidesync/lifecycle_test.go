@@ -39,7 +39,9 @@ func TestWaitThenRun(t *testing.T) {
 	mustContain(t, r.stderr, "sidecar ready", "command started", "command ended", "sidecar quit", "done exit=0")
 }
 
-// TestNeverReady covers each policy for a sidecar that never turns ready.
+// TestNeverReady covers each policy for a sidecar that never turns ready. The waits are 2 s: the
+// log must show the sidecar's answer (503 INITIALIZING), so at least one probe must be answered
+// within the wait, and under CI's load a probe's round trip has taken over 200 ms.
 func TestNeverReady(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -50,11 +52,11 @@ func TestNeverReady(t *testing.T) {
 		wantQuits int
 		wantProbe int // exact number of probes, 0 for "any"
 	}{
-		{"timeout fails with 69 and still quits", []string{"--timeout", "200ms"}, 69, false, 1, 0},
+		{"timeout fails with 69 and still quits", []string{"--timeout", "2s"}, 69, false, 1, 0},
 		{"retries fail with 69", []string{"--max-retries", "3", "--interval", "5ms"}, 69, false, 1, 4},
-		{"on-success leaves the sidecar alone", []string{"--timeout", "200ms", "--quit", "on-success"}, 69, false, 0, 0},
-		{"never leaves the sidecar alone", []string{"--timeout", "200ms", "--quit", "never"}, 69, false, 0, 0},
-		{"start-anyway runs the command", []string{"--timeout", "200ms", "--on-timeout", "start-anyway"}, 0, true, 1, 0},
+		{"on-success leaves the sidecar alone", []string{"--timeout", "2s", "--quit", "on-success"}, 69, false, 0, 0},
+		{"never leaves the sidecar alone", []string{"--timeout", "2s", "--quit", "never"}, 69, false, 0, 0},
+		{"start-anyway runs the command", []string{"--timeout", "2s", "--on-timeout", "start-anyway"}, 0, true, 1, 0},
 		{"polly retries", []string{"--backoff", "polly", "--interval", "10ms", "--max-retries", "2"}, 69, false, 1, 3},
 	}
 	for _, tt := range tests {

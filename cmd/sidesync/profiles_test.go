@@ -118,12 +118,13 @@ func TestSeveralSidecars(t *testing.T) {
 }
 
 // TestOneSidecarNeverReady: the command does not start, and both sidecars are still told to quit.
+// The wait is 2 s: the log must show linkerd's answer, so a probe must be answered within it.
 func TestOneSidecarNeverReady(t *testing.T) {
 	t.Parallel()
 	envoy := startEmu(t)
 	linkerd := startProfile(t, "linkerd", "--never-ready")
 	r := sidesync(t, nil, "--sidecar", "envoy:port="+envoy.port("admin"), "--sidecar", "linkerd:port="+linkerd.port("admin"),
-		"--timeout", "300ms", "--", bin.testcmd, "exit", "0")
+		"--timeout", "2s", "--", bin.testcmd, "exit", "0")
 	if r.code != 69 {
 		t.Errorf("exit %d, want 69; stderr:\n%s", r.code, r.stderr)
 	}
