@@ -43,14 +43,13 @@ func (f *filenames) paths() ([]string, error) {
 	if len(names) == 0 {
 		names = []string{stdinName}
 	}
-	var paths, stdin []string
+	var paths []string
 	for _, name := range names {
 		switch {
 		case name == stdinName:
-			if len(stdin) > 0 {
+			if slices.Contains(paths, stdinName) {
 				return nil, resource.StdinMultiUseError
 			}
-			stdin = append(stdin, name)
 			paths = append(paths, name)
 		case strings.HasPrefix(name, "http://"), strings.HasPrefix(name, "https://"):
 			return nil, fmt.Errorf("-f %s: URLs are not read; download the manifest and give its file, or pipe it to -f -", name)

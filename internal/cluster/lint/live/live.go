@@ -12,6 +12,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/pager"
 	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -65,22 +67,14 @@ func read(ctx context.Context, c kubernetes.Interface, namespace string, pageSiz
 	if nsErr != nil && !apierrors.IsForbidden(nsErr) {
 		return nil, nsErr
 	}
-	jobs, err := list(ctx, "Jobs", namespace, pageSize, func(ctx context.Context, o metav1.ListOptions) ([]batchv1.Job, string, error) {
-		l, err := c.BatchV1().Jobs(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
+	jobs, err := list[batchv1.Job](ctx, "Jobs", namespace, pageSize, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.BatchV1().Jobs(namespace).List(ctx, o)
 	})
 	if err != nil {
 		return nil, err
 	}
-	cronJobs, err := list(ctx, "CronJobs", namespace, pageSize, func(ctx context.Context, o metav1.ListOptions) ([]batchv1.CronJob, string, error) {
-		l, err := c.BatchV1().CronJobs(namespace).List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
+	cronJobs, err := list[batchv1.CronJob](ctx, "CronJobs", namespace, pageSize, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.BatchV1().CronJobs(namespace).List(ctx, o)
 	})
 	if err != nil {
 		return nil, err
@@ -163,12 +157,8 @@ func readNamespaces(ctx context.Context, c kubernetes.Interface, namespace strin
 		}
 		return map[string]*corev1.Namespace{namespace: ns}, nil
 	}
-	all, err := list(ctx, "namespaces", "", pageSize, func(ctx context.Context, o metav1.ListOptions) ([]corev1.Namespace, string, error) {
-		l, err := c.CoreV1().Namespaces().List(ctx, o)
-		if err != nil {
-			return nil, "", err
-		}
-		return l.Items, l.Continue, nil
+	all, err := list[corev1.Namespace](ctx, "namespaces", "", pageSize, func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.CoreV1().Namespaces().List(ctx, o)
 	})
 	if err != nil {
 		return nil, err
@@ -181,8 +171,9 @@ func readNamespaces(ctx context.Context, c kubernetes.Interface, namespace strin
 }
 
 // list reads every page of a list of what in namespace ("": all namespaces; namespaces
-// themselves have none), pageSize items at a time.
-func list[T any](ctx context.Context, what, namespace string, pageSize int64, page func(context.Context, metav1.ListOptions) ([]T, string, error)) ([]T, error) {
+// themselves have none), pageSize items at a time, with client-go's pager: a continue token
+// that expired while it read is answered by one full list, as the pager does.
+func list[T any](ctx context.Context, what, namespace string, pageSize int64, page pager.ListPageFunc) ([]T, error) {
 	where := ""
 	switch {
 	case what == "namespaces":
@@ -191,17 +182,19 @@ func list[T any](ctx context.Context, what, namespace string, pageSize int64, pa
 	default:
 		where = " in " + namespace
 	}
-	opts := metav1.ListOptions{Limit: pageSize}
+	p := pager.New(page)
+	p.PageSize = pageSize
 	var all []T
-	for {
-		items, next, err := page(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing %s%s: %w", what, where, err)
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+		item, ok := any(o).(*T)
+		if !ok {
+			return fmt.Errorf("an item of type %T", o)
 		}
-		all = append(all, items...)
-		if next == "" {
-			return all, nil
-		}
-		opts.Continue = next
+		all = append(all, *item)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s%s: %w", what, where, err)
 	}
+	return all, nil
 }
