@@ -45,6 +45,7 @@ type injected struct {
 // be admitted without a warning, the pod template of each Job and CronJob must be admitted as a
 // Pod, and every wrapped container must keep, after "--", the command and args it had.
 func TestAdmitted(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	c := kubetest.Start(t)
 	c.CreateNamespaceLabelled(t, admitNamespace, restricted)
 
@@ -231,6 +232,7 @@ func listOf(v any) []map[string]any {
 // Job whose app container runs as root with privilege escalation is refused as a Pod, and warned
 // about as a Job.
 func TestAdmittedRefuses(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	c := kubetest.Start(t)
 	c.CreateNamespaceLabelled(t, admitNamespace, restricted)
 	const job = `apiVersion: batch/v1
@@ -376,6 +378,7 @@ func checkArgv(t *testing.T, name string, stored map[string]any, argvs map[strin
 // authoriser what its ServiceAccount may do: get pods in its namespace, and nothing else
 // sidesync could be blamed for.
 func TestRBACExample(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	c := kubetest.Start(t)
 	const ns = "rbac"
 	c.CreateNamespaceLabelled(t, ns, restricted)

@@ -453,6 +453,7 @@ var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // template). inject must not make an object fail that passed, nor add a warning: the wrapper,
 // its volumes and its init container pass "restricted" themselves.
 func TestCorpusAdmitted(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	ms, err := corpus.Load()
 	if err != nil {
 		t.Fatal(err)

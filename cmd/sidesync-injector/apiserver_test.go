@@ -120,6 +120,7 @@ func annotationsOf(obj map[string]any) map[string]any {
 // TestWebhookOnAPIServer creates pods in selected and other namespaces and reads what the API
 // server stored.
 func TestWebhookOnAPIServer(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	c, in, _ := webhookCluster(t)
 	sel := map[string]string{admission.InjectLabel: admission.Enabled}
 	c.CreateNamespaceLabelled(t, "selected", sel)
@@ -306,6 +307,7 @@ func TestWebhookOnAPIServer(t *testing.T) {
 // TestWebhookDown: with the injector stopped, a pod that opted in itself is refused (Fail) and a
 // pod of a selected namespace is created unwrapped (Ignore).
 func TestWebhookDown(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	c, in, _ := webhookCluster(t)
 	c.CreateNamespaceLabelled(t, "selected", map[string]string{admission.InjectLabel: admission.Enabled})
 	in.stop(t)
@@ -322,6 +324,7 @@ func TestWebhookDown(t *testing.T) {
 // TestCertificateSwap renews the serving certificate several times while pods are created
 // without pause: no admission fails, and the injector serves the new certificate.
 func TestCertificateSwap(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	c, in, ca := webhookCluster(t)
 	c.CreateNamespaceLabelled(t, "selected", map[string]string{admission.InjectLabel: admission.Enabled})
 	adm := admitWithoutPause(t, c, 4, "the swap")

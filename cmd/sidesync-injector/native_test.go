@@ -35,6 +35,7 @@ import (
 //     sidesync's configuration under its name and under one that sorts before the meshes'
 //     (docs/KUBERNETES.md §9).
 func TestNativeOnAPIServer(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	c := kubetest.Start(t)
 	ca := newTestCA(t)
 	c.CreateNamespace(t, ownNamespace)

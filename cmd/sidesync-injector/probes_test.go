@@ -54,6 +54,7 @@ func review(t *testing.T, addr, ns string, pod any) (int, *admissionv1.Admission
 // counts admissions by outcome with the latency histogram; on SIGTERM /readyz fails at once while
 // the webhook still answers for the drain delay, and then the injector exits 0.
 func TestProbesMetricsDrain(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	c := kubetest.Start(t)
 	ca := newTestCA(t)
 	in := startInjector(t, ca, "--kubeconfig="+c.Kubeconfig(t, c.AdminToken), "--namespace="+ownNamespace, "--drain-delay=3s")

@@ -175,6 +175,7 @@ func envOf(c map[string]any, name string) (string, bool) {
 // TestResolveOnAPIServer runs the injector with --resolve on the real kube-apiserver: images
 // read with the pods' pull secrets, and a registry that never answers.
 func TestResolveOnAPIServer(t *testing.T) {
+	t.Parallel() // a cluster of its own
 	reg := startTestRegistry(t)
 	amd := registrytest.Platform{OS: "linux", Architecture: "amd64", Entrypoint: []string{"/bin/app-amd64"}, Cmd: []string{"serve", "--port=80"}}
 	arm := registrytest.Platform{OS: "linux", Architecture: "arm64", Variant: "v8", Entrypoint: []string{"/bin/app-arm64"}, Cmd: []string{"serve", "--port=80"}}

@@ -237,10 +237,10 @@ func TestSoakConcurrent(t *testing.T) {
 		if i%2 == 1 {
 			args = []string{"--ready-url", generic.URL + "/ready", "--quit-url", generic.URL + "/quit"}
 		}
-		// The command says it started, then testcmd orphan leaves a grandchild that outlives it
-		// and waits for stdin to close; then the command exits i%7.
-		args = append(args, "--subreaper", "--", "/bin/sh", "-c",
-			"echo started && "+bin.testcmd+" orphan "+pidDir+"/"+strconv.Itoa(i)+" && exit "+strconv.Itoa(p.want))
+		// The command says it started, leaves an orphan grandchild, waits for stdin to close,
+		// then exits i%7 (soakOrphanScript).
+		args = append(args, "--subreaper", "--", "/bin/sh", "-c", soakOrphanScript,
+			"sh", filepath.Join(pidDir, strconv.Itoa(i)), strconv.Itoa(p.want))
 		p.cmd = exec.Command(soakBinary(), args...)
 		p.cmd.Env = testEnv(nil)
 		p.cmd.Stderr = &p.stderr
@@ -361,3 +361,10 @@ func zombieChildren(t *testing.T) []int {
 	}
 	return zombies
 }
+
+// soakOrphanScript is TestSoakConcurrent's command, in sh rather than in the test binary (a
+// process of the -race test binary costs a tenth of a second of CPU to start, and each run
+// needed three): it says it started, leaves a grandchild that writes its PID to $1 and exits
+// (an orphan once the subshell that started it has gone, a zombie until its sidesync reaps
+// it), waits for stdin to close, and exits $2.
+const soakOrphanScript = `echo started && (sh -c 'echo $$ >"$1.tmp" && mv "$1.tmp" "$1"' sh "$1" &) && cat >/dev/null; exit "$2"`

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -86,11 +87,15 @@ type Node struct {
 	// Name is the Node object's name.
 	Name string
 
-	init       *exec.Cmd
-	initDone   chan struct{}
-	events     chan string // the init's lines after "started"
-	netns      *os.File    // the node's network namespace, held open while it runs
-	hostNetns  *os.File    // the test process's own
+	init      *exec.Cmd
+	initDone  chan struct{}
+	events    chan string // the init's lines after "started"
+	netns     *os.File    // the node's network namespace, held open while it runs
+	hostNetns *os.File    // the test process's own
+	// nsMu guards netns and hostNetns: inNetns uses them under its read lock, Stop closes
+	// them under its write lock (a forwarded connection may be dialling while Stop runs).
+	nsMu       sync.RWMutex
+	nsClosed   bool
 	initStdin  io.Closer
 	pidns      string    // the node's PID namespace, as /proc/PID/ns/pid names it
 	pidnsFile  *os.File  // holds it
@@ -481,6 +486,11 @@ func (n *Node) Listen(network, addr string) (net.Listener, error) {
 
 // inNetns runs f on an OS thread in the node's network namespace.
 func (n *Node) inNetns(f func() error) error {
+	n.nsMu.RLock()
+	defer n.nsMu.RUnlock()
+	if n.nsClosed || n.netns == nil {
+		return errors.New("the node's network namespace is gone: the node has stopped")
+	}
 	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -569,10 +579,13 @@ func (n *Node) Stop() error {
 	if n.client != nil {
 		n.client.CloseIdleConnections()
 	}
-	if n.netns != nil {
+	n.nsMu.Lock()
+	if n.netns != nil && !n.nsClosed {
 		n.netns.Close()
 		n.hostNetns.Close()
 	}
+	n.nsClosed = true
+	n.nsMu.Unlock()
 	// The init removed the node's directory and cgroups once its processes were gone; a node
 	// whose init never said "started" has them still.
 	if err := n.leftByInit(); err != nil {
