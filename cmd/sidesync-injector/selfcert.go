@@ -18,6 +18,8 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sidesync/sidesync/internal/cluster/admission"
 )
 
 // certOptions are the flags of the self-managed certificates (--cert-secret).
@@ -35,12 +37,9 @@ const (
 	fieldManager   = "sidesync-injector"
 )
 
-// dnsNames are the serving certificate's names, those of the chart's cert-manager Certificate:
-// the API server calls a webhook's Service as SERVICE.NAMESPACE.svc (the TLS server name of
-// k8s.io/apiserver's webhook client).
+// dnsNames are the serving certificate's names, those of the chart's cert-manager Certificate.
 func (o certOptions) dnsNames(namespace string) []string {
-	svc := o.service + "." + namespace + ".svc"
-	return []string{svc, svc + "." + o.clusterDomain, o.service + "." + namespace}
+	return admission.ServingDNSNames(o.service, namespace, o.clusterDomain)
 }
 
 // selfCerts keeps the CA and the serving certificate in a Secret of the injector's namespace,

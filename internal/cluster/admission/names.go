@@ -31,6 +31,16 @@ const (
 // the control plane can lock a cluster out (vault-k8s#258, linkerd#10817).
 var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 
+// ServingDNSNames are the DNS names of the injector's serving certificate, for its Service
+// service in namespace: the API server calls a webhook's Service as SERVICE.NAMESPACE.svc (the
+// TLS server name of k8s.io/apiserver's webhook client), and the two other forms are what a
+// client inside the cluster may use. The injector's self-managed certificates and the chart's
+// cert-manager Certificate both name these (the chart's through a generated template).
+func ServingDNSNames(service, namespace, clusterDomain string) []string {
+	svc := service + "." + namespace + ".svc"
+	return []string{svc, svc + "." + clusterDomain, service + "." + namespace}
+}
+
 // The webhook's HTTP paths.
 const (
 	MutatePath  = "/mutate-pods"

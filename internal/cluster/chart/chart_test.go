@@ -173,6 +173,18 @@ func checkRendered(objs []map[string]any, c renderCase) []string {
 	if c.source == CertsSelf {
 		problems = append(problems, checkCertRoles(objs, c.secret)...)
 	}
+	if c.source == CertsCertManager {
+		// The serving certificate names what the injector's own certificates name
+		// (values.yaml's clusterDomain: cluster.local).
+		var names []any
+		if spec := dig(Find(objs, "Certificate", c.secret), "spec"); spec != nil {
+			names, _ = spec["dnsNames"].([]any)
+		}
+		want := admission.ServingDNSNames(ReleaseName, testNamespace, "cluster.local")
+		if fmt.Sprint(names) != fmt.Sprint(want) {
+			add("the Certificate %s names %v, want %v", c.secret, names, want)
+		}
+	}
 	if c.quota {
 		problems = append(problems, checkQuota(objs, c.priority)...)
 	}

@@ -36,6 +36,8 @@ const (
 	markCABundle    = "SIDESYNC_MARK_CABUNDLE"
 	markLabels      = "SIDESYNC_MARK_LABELS"
 	markAnnotations = "SIDESYNC_MARK_ANNOTATIONS"
+	// markClusterDomain stands for the value clusterDomain.
+	markClusterDomain = "SIDESYNC_MARK_CLUSTERDOMAIN"
 	// markTimeout is an int32 no real configuration has (the API server allows 1 to 30).
 	markTimeout = 987654
 )
@@ -362,5 +364,16 @@ func admissionTemplate() []byte {
 	for _, d := range defs {
 		fmt.Fprintf(&b, "\n{{/* %s */}}\n{{- define \"sidesync-injector.admission.%s\" -}}\n%s\n{{- end }}\n", d.doc, d.name, d.value)
 	}
+	// The serving certificate's DNS names (cert-manager's Certificate), a YAML list; called
+	// with the chart's root context.
+	var names []string
+	for _, n := range admission.ServingDNSNames(markService, markNamespace, markClusterDomain) {
+		names = append(names, "- "+strings.NewReplacer(
+			markService, `{{ include "sidesync-injector.fullname" . }}`,
+			markNamespace, "{{ .Release.Namespace }}",
+			markClusterDomain, "{{ .Values.clusterDomain }}").Replace(n))
+	}
+	fmt.Fprintf(&b, "\n{{/* %s */}}\n{{- define \"sidesync-injector.admission.servingDNSNames\" -}}\n%s\n{{- end }}\n",
+		"the serving certificate's DNS names, a YAML list (call it with the root context)", strings.Join(names, "\n"))
 	return b.Bytes()
 }

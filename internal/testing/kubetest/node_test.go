@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -65,6 +66,10 @@ func TestNode(t *testing.T) {
 		}
 	}
 
+	// A control-plane program that dies is started again (as the kubelet restarts a static
+	// pod): without kube-controller-manager, the Job below would never complete.
+	killNodeProgram(t, n, "kube-controller")
+
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin := t.TempDir()
@@ -104,6 +109,31 @@ func TestNode(t *testing.T) {
 	if err := n.Stop(); err != nil {
 		t.Fatalf("the node left something behind: %v", err)
 	}
+}
+
+// killNodeProgram kills, with SIGKILL, the node's process whose command name (as /proc/PID/comm
+// has it, at most 15 bytes) is comm.
+func killNodeProgram(t *testing.T, n *Node, comm string) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		name, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+		if strings.TrimSpace(string(name)) == comm && ns == n.pidns {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no process %s in the node", comm)
 }
 
 // hasFlag reports whether the hex field of /proc/net/ipv6_route has flag set.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -62,6 +63,15 @@ type nodeProc struct {
 const (
 	initStartTimeout = 60 * time.Second
 	initStopTimeout  = 10 * time.Second
+)
+
+// A program that exits once the node has started is started again, as the kubelet restarts a
+// control plane's static pods: kube-controller-manager, for one, exits when the API server is
+// not healthy within its own wait, which a starved CPU can stretch. At most initRestarts times
+// each, initRestartDelay after the exit; then its exit is final.
+const (
+	initRestarts     = 5
+	initRestartDelay = time.Second
 )
 
 // lockFD is the descriptor of the node directory's lock, which StartNode passes to the init
@@ -129,13 +139,30 @@ func runNodeInit(planPath string) int {
 		}
 	}
 	say("started")
+	restarts := map[string]int{}
 	for stop := false; !stop; {
 		select {
 		case e := <-exited:
-			if name, ok := running[e.pid]; ok {
-				delete(running, e.pid)
-				say("exited %s %s", name, waitStatus(e.status))
+			name, ok := running[e.pid]
+			if !ok {
+				continue
 			}
+			delete(running, e.pid)
+			i := slices.IndexFunc(order, func(p *os.Process) bool { return p.Pid == e.pid })
+			if restarts[name] == initRestarts {
+				say("exited %s %s", name, waitStatus(e.status))
+				continue
+			}
+			restarts[name]++
+			time.Sleep(initRestartDelay) // a SIGTERM meanwhile waits in term
+			proc, err := startNodeProc(plan.Procs[i])
+			if err != nil {
+				say("exited %s %s; restarting it: %v", name, waitStatus(e.status), err)
+				continue
+			}
+			running[proc.Pid] = name
+			order[i] = proc
+			say("restarted %s after %s (%d of %d)", name, waitStatus(e.status), restarts[name], initRestarts)
 		case <-term:
 			stop = true
 		case <-stdinClosed:

@@ -65,3 +65,10 @@ sidesync-warnings
 {{- define "sidesync-injector.admission.defaultTimeoutSeconds" -}}
 10
 {{- end }}
+
+{{/* the serving certificate's DNS names, a YAML list (call it with the root context) */}}
+{{- define "sidesync-injector.admission.servingDNSNames" -}}
+- {{ include "sidesync-injector.fullname" . }}.{{ .Release.Namespace }}.svc
+- {{ include "sidesync-injector.fullname" . }}.{{ .Release.Namespace }}.svc.{{ .Values.clusterDomain }}
+- {{ include "sidesync-injector.fullname" . }}.{{ .Release.Namespace }}
+{{- end }}
