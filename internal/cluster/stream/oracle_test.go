@@ -63,6 +63,11 @@ func nodeLines(t *testing.T, text string, path []any) (first, last int, ok bool)
 	if node.Style&yaml3.FlowStyle != 0 && node.Kind != yaml3.ScalarNode {
 		last = closing(lines, node.Line-1, node.Column-1)
 	}
+	if node.Kind == yaml3.ScalarNode && node.Style&(yaml3.DoubleQuotedStyle|yaml3.SingleQuotedStyle) != 0 {
+		// A quoted scalar ends at its closing quote, on whatever line and at whatever
+		// indentation the readers take it ("k: \"\n\"": the second line is the scalar's).
+		last = max(last, closingQuote(lines, node.Line-1, node.Column-1))
+	}
 	leaf := node // a value may start at its key's column ("k:\n|\n  text")
 	for len(leaf.Content) > 0 {
 		leaf = leaf.Content[len(leaf.Content)-1]
@@ -103,6 +108,31 @@ func closing(lines []string, line, col int) int {
 				if depth--; depth == 0 {
 					return l
 				}
+			}
+		}
+		col = 0
+	}
+	return len(lines) - 1
+}
+
+// closingQuote is the line of the quote that closes the quoted scalar opened at
+// lines[line][col]: in double quotes a backslash escapes the next byte, in single quotes a
+// doubled quote stands for one.
+func closingQuote(lines []string, line, col int) int {
+	if line >= len(lines) || col >= len(lines[line]) || lines[line][col] != '"' && lines[line][col] != '\'' {
+		return line // not at its quote: the node's own line
+	}
+	q := lines[line][col]
+	col++
+	for l := line; l < len(lines); l++ {
+		for i := col; i < len(lines[l]); i++ {
+			switch c := lines[l][i]; {
+			case q == '"' && c == '\\':
+				i++
+			case c == q && q == '\'' && i+1 < len(lines[l]) && lines[l][i+1] == '\'':
+				i++
+			case c == q:
+				return l
 			}
 		}
 		col = 0
