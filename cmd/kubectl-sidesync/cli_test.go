@@ -109,7 +109,8 @@ func TestFilenames(t *testing.T) {
 		{"stdin twice", in(stdinName, stdinName), false, nil, "standard input cannot be used for multiple arguments"},
 		{"a missing path", in("gone.yaml"), false, nil, `the path "` + filepath.Join(dir, "gone.yaml") + `" does not exist`},
 		{"a directory without manifests", in("empty"), false, nil, `error reading "` + filepath.Join(dir, "empty") + `": no files with the extensions [.json .yaml .yml]`},
-		{"a URL", []string{"https://example.com/job.yaml"}, false, nil, "-f https://example.com/job.yaml: URLs are not read"},
+		{"URLs, kept for open", []string{"https://example.com/job.yaml", "http://127.0.0.1:1/j.yaml"}, false, []string{"https://example.com/job.yaml", "http://127.0.0.1:1/j.yaml"}, ""},
+		{"a URL that is not one", []string{"http://a b/%zz"}, false, nil, `the URL passed to filename "http://a b/%zz" is not valid`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := (&filenames{names: tt.f, recursive: tt.recursive}).paths()

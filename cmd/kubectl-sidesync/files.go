@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/resource"
@@ -26,7 +29,7 @@ type filenames struct {
 // addFlags adds -f/--filename and -R/--recursive with kubectl's names and meanings.
 func (f *filenames) addFlags(cmd *cobra.Command, what string) {
 	cmd.Flags().StringSliceVarP(&f.names, "filename", "f", nil,
-		what+": a file, a directory (its "+strings.Join(resource.FileExtensions, ", ")+" files)\nor - for stdin; repeatable or comma-separated; none: stdin")
+		what+": a file, a directory (its "+strings.Join(resource.FileExtensions, ", ")+" files),\nan http(s) URL, or - for stdin; repeatable or comma-separated; none: stdin")
 	cmd.Flags().BoolVarP(&f.recursive, "recursive", "R", false,
 		"process the directories given with -f recursively, as kubectl does")
 }
@@ -36,8 +39,8 @@ func (f *filenames) addFlags(cmd *cobra.Command, what string) {
 // k8s.io/cli-runtime/pkg/resource): "-" is stdin, once at most; a path that does not exist is
 // a glob pattern or an error; a directory is its files with kubectl's extensions
 // (resource.FileExtensions) in lexical order, the directories below it only with -R; a file
-// named explicitly is read whatever its extension. http(s) URLs are refused: kubectl fetches
-// them, this plugin does not (curl URL | kubectl sidesync ... -f -).
+// named explicitly is read whatever its extension; an http(s) URL is fetched when it is read
+// (open).
 func (f *filenames) paths() ([]string, error) {
 	names := f.names
 	if len(names) == 0 {
@@ -51,8 +54,11 @@ func (f *filenames) paths() ([]string, error) {
 				return nil, resource.StdinMultiUseError
 			}
 			paths = append(paths, name)
-		case strings.HasPrefix(name, "http://"), strings.HasPrefix(name, "https://"):
-			return nil, fmt.Errorf("-f %s: URLs are not read; download the manifest and give its file, or pipe it to -f -", name)
+		case isURL(name):
+			if _, err := url.Parse(name); err != nil {
+				return nil, fmt.Errorf("the URL passed to filename %q is not valid: %w", name, err)
+			}
+			paths = append(paths, name)
 		default:
 			got, err := expandPath(name, f.recursive)
 			if err != nil {
@@ -104,14 +110,59 @@ func expandPath(name string, recursive bool) ([]string, error) {
 	return paths, nil
 }
 
-// open opens a path that paths returned: stdin for "-".
+// isURL reports whether an -f value is a URL, as kubectl's FilenameParam tells them.
+func isURL(name string) bool {
+	return strings.HasPrefix(name, "http://") || strings.HasPrefix(name, "https://")
+}
+
+// URLs are fetched as kubectl fetches them (readHttpWithRetries in
+// k8s.io/cli-runtime/pkg/resource/visitor.go, unexported): a GET, up to urlAttempts times a
+// urlRetryDelay apart while the request fails or the server answers 5xx; any other answer but
+// 200 is final. Unlike kubectl, each attempt is bounded by urlTimeout, so a server that never
+// answers cannot hang the command.
+const (
+	urlAttempts   = 3
+	urlRetryDelay = time.Second
+	urlTimeout    = time.Minute
+)
+
+// open opens a path that paths returned: stdin for "-", the body of a URL.
 func open(path string, stdin io.Reader) (r io.Reader, closeFn func(), err error) {
 	if path == stdinName {
 		return stdin, func() {}, nil
+	}
+	if isURL(path) {
+		return openURL(path, urlRetryDelay)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return f, func() { f.Close() }, nil
+}
+
+// openURL fetches u as kubectl does (urlAttempts), waiting delay between attempts. The body is
+// read to its end within urlTimeout of the attempt's start.
+func openURL(u string, delay time.Duration) (io.Reader, func(), error) {
+	client := &http.Client{Timeout: urlTimeout}
+	var err error
+	for i := range urlAttempts {
+		if i > 0 {
+			time.Sleep(delay)
+		}
+		var resp *http.Response
+		if resp, err = client.Get(u); err != nil {
+			err = fmt.Errorf("reading %s: %w", u, err)
+			continue
+		}
+		if resp.StatusCode == http.StatusOK {
+			return resp.Body, func() { resp.Body.Close() }, nil
+		}
+		resp.Body.Close()
+		err = fmt.Errorf("unable to read URL %q, server reported %s, status code=%d", u, resp.Status, resp.StatusCode)
+		if resp.StatusCode < 500 || resp.StatusCode > 599 {
+			break
+		}
+	}
+	return nil, nil, err
 }
