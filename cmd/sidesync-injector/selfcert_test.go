@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -149,6 +150,19 @@ func TestSelfCertsOnAPIServer(t *testing.T) {
 			})
 		if err != nil {
 			t.Fatalf("the caBundle is not back: %v", err)
+		}
+		// The API server calls webhooks as its own informer's copy of the configuration says,
+		// which follows the stored one by a moment: until that copy has the caBundle back, a
+		// call fails to verify the certificate. Dry runs until it has; any other answer fails.
+		for deadline := time.Now().Add(time.Minute); ; {
+			r := c.Send(t, "POST", "/api/v1/namespaces/plain/pods?dryRun=All", pod("after", []string{"/app"}, sel, nil))
+			if r.Code == http.StatusCreated {
+				break
+			}
+			if !bytes.Contains(r.Body, []byte("certificate signed by unknown authority")) || time.Now().After(deadline) {
+				t.Fatalf("a dry-run create once the caBundle is back: %d %s", r.Code, r.Body)
+			}
+			time.Sleep(50 * time.Millisecond) // polling the API server's copy, bounded by the deadline
 		}
 		stored := c.CreatePod(t, "plain", pod("after", []string{"/app"}, sel, nil))
 		if _, ok := annotationsOf(stored)[contract.InjectedAnnotation]; !ok {
