@@ -36,6 +36,12 @@ func runCharts(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	paths, err := chart.WritePackages(*out, *version)
+	return listWritten(stdout, stderr, paths, err)
+}
+
+// listWritten ends a subcommand that writes files: the error and exitFailed, or the paths
+// written, one per line, and 0.
+func listWritten(stdout, stderr io.Writer, paths []string, err error) int {
 	if err != nil {
 		printError(stderr, err)
 		return exitFailed

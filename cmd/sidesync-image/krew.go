@@ -68,14 +68,7 @@ func runKrew(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	paths, err := writeKrew(*dist, *version, *license, platforms)
-	if err != nil {
-		printError(stderr, err)
-		return exitFailed
-	}
-	for _, p := range paths {
-		fmt.Fprintln(stdout, p)
-	}
-	return 0
+	return listWritten(stdout, stderr, paths, err)
 }
 
 // platform is an os and an arch, as Go and krew name them.

@@ -366,12 +366,13 @@ func admissionTemplate() []byte {
 	}
 	// The serving certificate's DNS names (cert-manager's Certificate), a YAML list; called
 	// with the chart's root context.
+	helm := strings.NewReplacer(
+		markService, `{{ include "sidesync-injector.fullname" . }}`,
+		markNamespace, "{{ .Release.Namespace }}",
+		markClusterDomain, "{{ .Values.clusterDomain }}")
 	var names []string
 	for _, n := range admission.ServingDNSNames(markService, markNamespace, markClusterDomain) {
-		names = append(names, "- "+strings.NewReplacer(
-			markService, `{{ include "sidesync-injector.fullname" . }}`,
-			markNamespace, "{{ .Release.Namespace }}",
-			markClusterDomain, "{{ .Values.clusterDomain }}").Replace(n))
+		names = append(names, "- "+helm.Replace(n))
 	}
 	fmt.Fprintf(&b, "\n{{/* %s */}}\n{{- define \"sidesync-injector.admission.servingDNSNames\" -}}\n%s\n{{- end }}\n",
 		"the serving certificate's DNS names, a YAML list (call it with the root context)", strings.Join(names, "\n"))

@@ -93,9 +93,9 @@ type Node struct {
 	netns     *os.File    // the node's network namespace, held open while it runs
 	hostNetns *os.File    // the test process's own
 	// nsMu guards netns and hostNetns: inNetns uses them under its read lock, Stop closes
-	// them under its write lock (a forwarded connection may be dialling while Stop runs).
+	// them (and sets netns to nil) under its write lock, as a forwarded connection may be
+	// dialling while Stop runs.
 	nsMu       sync.RWMutex
-	nsClosed   bool
 	initStdin  io.Closer
 	pidns      string    // the node's PID namespace, as /proc/PID/ns/pid names it
 	pidnsFile  *os.File  // holds it
@@ -488,7 +488,7 @@ func (n *Node) Listen(network, addr string) (net.Listener, error) {
 func (n *Node) inNetns(f func() error) error {
 	n.nsMu.RLock()
 	defer n.nsMu.RUnlock()
-	if n.nsClosed || n.netns == nil {
+	if n.netns == nil {
 		return errors.New("the node's network namespace is gone: the node has stopped")
 	}
 	ch := make(chan error, 1)
@@ -580,11 +580,11 @@ func (n *Node) Stop() error {
 		n.client.CloseIdleConnections()
 	}
 	n.nsMu.Lock()
-	if n.netns != nil && !n.nsClosed {
+	if n.netns != nil {
 		n.netns.Close()
 		n.hostNetns.Close()
+		n.netns = nil
 	}
-	n.nsClosed = true
 	n.nsMu.Unlock()
 	// The init removed the node's directory and cgroups once its processes were gone; a node
 	// whose init never said "started" has them still.
